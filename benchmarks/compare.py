@@ -1,0 +1,289 @@
+"""Compare callstitch with the ways people reassemble streamed tool calls today.
+
+usage: python benchmarks/compare.py [--responses N] [--quick] [--png PATH]
+       python benchmarks/compare.py --memory [--impl c|py] [--gigabytes G]
+
+Prints the machine and versions, one table (MB/s, events/s, ratios), the linear-cost line,
+and draws the table to benchmarks/results.png. --memory instead feeds ~1 GB of streams in
+64 KiB reads and reports peak RSS against the largest call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import contenders
+import workload
+
+HERE = Path(__file__).resolve().parent
+READ = 65536
+MB = 1e6
+
+
+def machine() -> str:
+    """Return the CPU model, cores, OS and Python in one line."""
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        cpu = platform.processor() or cpu
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"{cpu}, {cores} cores, {platform.system()} {platform.release()}; "
+            f"Python {platform.python_version()} ({platform.python_implementation()})")
+
+
+def versions() -> str:
+    """Return the versions of callstitch and of every library a contender uses."""
+    out = []
+    try:
+        import callstitch
+        out.append(f"callstitch {callstitch.__version__} (default implementation: {callstitch.IMPLEMENTATION})")
+    except ImportError as exc:
+        out.append(f"callstitch: not importable ({exc})")
+    for dist in ("orjson", "openai", "langchain-core", "litellm"):
+        try:
+            out.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{dist} not installed")
+    return ", ".join(out)
+
+
+def best_time(fn, bodies: list[bytes], repeats: int) -> float:
+    """Return the best wall time of running fn over every body, out of repeats runs."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for body in bodies:
+            fn(body)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure(work: list, slow_n: int, repeats: int) -> list[dict]:
+    """Check and time every contender; slow ones on the first slow_n responses only."""
+    rows = []
+    for name, spec in contenders.CONTENDERS.items():
+        row = {"name": name, "kind": spec.kind, "rate": None, "events": None, "responses": 0}
+        rows.append(row)
+        why = contenders.unavailable(name)
+        if why:
+            row["status"] = "missing"
+            row["note"] = why
+            continue
+        fn = contenders.get(name)
+        subset = work[:slow_n] if spec.slow else work
+        wrong = None if spec.kind == "floor" else contenders.check(fn, subset)
+        row["status"] = "floor" if spec.kind == "floor" else ("WRONG" if wrong else "ok")
+        row["note"] = wrong
+        bodies = [b for b, _ in subset]
+        dt = best_time(fn, bodies, repeats)
+        row.update(responses=len(bodies), rate=sum(map(len, bodies)) / dt,
+                   events=sum(map(workload.count_events, bodies)) / dt)
+        print(f"  timed {name} on {len(bodies)} responses: {row['rate'] / MB:.1f} MB/s", file=sys.stderr)
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    """Print the comparison table with its ratios."""
+    rate = {r["name"]: r["rate"] for r in rows}
+    c, seed = rate.get("callstitch-c"), rate.get("seed_orjson")
+    print(f"{'contender':<24} {'status':<8} {'resp':>5} {'MB/s':>9} {'events/s':>11} "
+          f"{'C ×faster':>10} {'× seed_orjson':>14}")
+    for r in rows:
+        if r["rate"] is None:
+            print(f"{r['name']:<24} {r['status']:<8}   —  {r['note']}")
+            continue
+        vs_c = f"{c / r['rate']:.2f}" if c else "—"
+        vs_seed = f"{r['rate'] / seed:.2f}" if seed else "—"
+        print(f"{r['name']:<24} {r['status']:<8} {r['responses']:>5} {r['rate'] / MB:>9.1f} {r['events']:>11,.0f} "
+              f"{vs_c:>10} {vs_seed:>14}")
+    for r in rows:
+        if r["status"] == "WRONG":
+            print(f"  {r['name']} is WRONG: {r['note']}")
+
+
+def linear_cost(repeats: int) -> list[str]:
+    """Time each twin on a 20 KB call and a 4 MB call; bytes/s should not drop with size."""
+    small, big = workload.long_call(20_000), workload.long_call(4_000_000)
+    lines = []
+    for impl in ("c", "py"):
+        name = f"callstitch-{impl}"
+        why = contenders.unavailable(name)
+        if why:
+            lines.append(f"linear cost, {name}: missing ({why})")
+            continue
+        fn = contenders.get(name)
+        rates = []
+        for (body, expected), loops in ((small, 100), (big, 1)):
+            if fn(body) != expected:
+                lines.append(f"linear cost, {name}: WRONG result on a {len(body) / MB:.0f} MB body")
+                break
+            rates.append(len(body) * loops / best_time(fn, [body] * loops, repeats))
+        else:
+            lines.append(f"linear cost, {name}: 4 MB call {rates[1] / MB:.0f} MB/s vs 20 KB call "
+                         f"{rates[0] / MB:.0f} MB/s of body, ratio {rates[1] / rates[0]:.2f} (1.00 = linear)")
+    return lines
+
+
+def chart(rows: list[dict], path: Path, title: str) -> None:
+    """Draw MB/s per contender as horizontal bars on a log scale."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"callstitch": "#d62728", "baseline": "#1f77b4", "floor": "#7f7f7f", "peer": "#ff7f0e"}
+    rows = sorted(rows, key=lambda r: r["rate"] or 0)
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.6))
+    timed = [r["rate"] for r in rows if r["rate"]]
+    left = min(timed) / MB / 3 if timed else 0.1
+    for y, r in enumerate(rows):
+        if r["rate"] is None:
+            ax.text(left * 1.1, y, r["status"], va="center", color="#7f7f7f", style="italic")
+            continue
+        mbs = r["rate"] / MB
+        ax.barh(y, mbs - left, left=left, color=colours[r["kind"]],
+                hatch="//" if r["status"] == "WRONG" else None)
+        ax.text(mbs * 1.05, y, f"{mbs:,.1f}" + (" (WRONG)" if r["status"] == "WRONG" else ""), va="center",
+                fontsize=9)
+    ax.set_yticks(range(len(rows)), [r["name"] for r in rows])
+    ax.set_xscale("log")
+    ax.set_xlim(left, max(timed or [1e6]) / MB * 4)
+    ax.set_xlabel("MB/s of raw SSE body (log scale; higher is better)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- memory
+
+
+def rss_now() -> int:
+    """Return the resident set size now, in bytes."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory_pass(kind: str, impl: str, gigabytes: float) -> dict:
+    """Feed a stream in 64 KiB reads and return what it cost; runs in its own process for a clean peak."""
+    accumulator = contenders.twin(impl).Accumulator
+    fed = largest = 0
+    if kind == "gateway":
+        # A gateway: one Accumulator per response, responses back to back, a pool of bodies repeated.
+        pool = workload.responses(200, seed=11)
+        base = rss_now()
+        t0 = time.perf_counter()
+        for n, (body, expected) in enumerate(itertools.cycle(pool)):
+            if fed >= gigabytes * 1e9:
+                break
+            acc = accumulator(format="openai-chat")
+            for i in range(0, len(body), READ):
+                acc.feed(body[i:i + READ])
+            calls = acc.finalize().tool_calls
+            fed += len(body)
+            if n < len(pool):  # check each body once; later rounds are the same bodies
+                if [(c.id, c.name, c.arguments) for c in calls] != expected:
+                    return {"error": f"response {n} reassembled wrong"}
+                largest = max([largest] + [len(c.raw_arguments.encode()) for c in calls])
+    else:
+        # One stream carrying one 20 MB call, generated as it is read.
+        pieces, expected = workload.long_call_pieces(20_000_000)
+        base = rss_now()
+        t0 = time.perf_counter()
+        acc = accumulator(format="openai-chat")
+        for data in workload.reads(pieces, READ):
+            acc.feed(data)
+            fed += len(data)
+        calls = acc.finalize().tool_calls
+        if [(c.id, c.name, c.arguments) for c in calls] != [expected]:
+            return {"error": "the 20 MB call reassembled wrong"}
+        largest = len(calls[0].raw_arguments.encode())
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+    return {"fed": fed, "seconds": seconds, "largest": largest, "base": base, "peak": peak}
+
+
+def memory(impls: list[str], gigabytes: float) -> None:
+    """Run each memory pass in a child process and print peak RSS against the largest call."""
+    print(machine())
+    print(versions())
+    print(f"{'twin':<5} {'pass':<22} {'stream':>9} {'MB/s':>7} {'largest call':>13} {'RSS before':>11} "
+          f"{'peak RSS':>9} {'growth':>8} {'growth/call':>12}")
+    for impl in impls:
+        why = contenders.unavailable(f"callstitch-{impl}")
+        if why:
+            print(f"{impl:<5} missing: {why}")
+            continue
+        for kind, label in (("gateway", "per-response, ~1 GB"), ("long", "one 20 MB call")):
+            out = subprocess.run([sys.executable, __file__, "--memory-pass", kind, "--impl", impl,
+                                  "--gigabytes", str(gigabytes)], capture_output=True, text=True)
+            if out.returncode:
+                print(f"{impl:<5} {label:<22} crashed: {out.stderr.strip().splitlines()[-1:]}")
+                continue
+            r = json.loads(out.stdout.splitlines()[-1])
+            if "error" in r:
+                print(f"{impl:<5} {label:<22} WRONG: {r['error']}")
+                continue
+            growth = r["peak"] - r["base"]
+            print(f"{impl:<5} {label:<22} {r['fed'] / 1e9:>7.2f}GB {r['fed'] / r['seconds'] / MB:>7.0f} "
+                  f"{r['largest'] / MB:>11.2f}MB {r['base'] / MB:>9.0f}MB {r['peak'] / MB:>7.0f}MB "
+                  f"{growth / MB:>6.0f}MB {growth / r['largest']:>11.1f}×")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and run the comparison or the memory check."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--responses", type=int, default=1000, help="responses in the workload (default 1000, ~75 MB)")
+    p.add_argument("--quick", action="store_true", help="a smaller workload, one timing run each")
+    p.add_argument("--png", type=Path, default=HERE / "results.png", help="where to draw the chart")
+    p.add_argument("--memory", action="store_true", help="measure peak RSS instead of speed")
+    p.add_argument("--impl", choices=["c", "py"], action="append", help="twin(s) for --memory (default both)")
+    p.add_argument("--gigabytes", type=float, default=1.0, help="size of the --memory gateway stream")
+    p.add_argument("--memory-pass", choices=["gateway", "long"], help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    if args.memory_pass:
+        print(json.dumps(memory_pass(args.memory_pass, args.impl[0], args.gigabytes)))
+        return
+    if args.memory:
+        memory(args.impl or ["c", "py"], args.gigabytes)
+        return
+
+    n = min(args.responses, 200) if args.quick else args.responses
+    repeats = 1 if args.quick else 3
+    work = workload.responses(n)
+    size = sum(len(b) for b, _ in work)
+    slow_n = max(10, n // 20)
+    header = [machine(), versions(),
+              f"workload: {n} responses, {size / MB:.1f} MB, {sum(workload.count_events(b) for b, _ in work):,} "
+              f"events, {sum(len(c) for _, c in work):,} tool calls (SDK peers: first {slow_n} responses); "
+              f"best of {repeats}"]
+    print("\n".join(header), flush=True)
+    rows = measure(work, slow_n, repeats)
+    print()
+    print_table(rows)
+    print()
+    for line in linear_cost(repeats if repeats == 1 else 2):
+        print(line)
+    chart(rows, args.png, "\n".join(header[:1] + [f"{n} OpenAI chat streams, {size / MB:.0f} MB"]))
+    print(f"\nchart: {args.png}")
+
+
+if __name__ == "__main__":
+    main()

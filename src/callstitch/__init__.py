@@ -1,0 +1,12 @@
+"""callstitch: reassemble the tool calls that LLM APIs stream as fragments."""
+
+from ._accumulator import IMPLEMENTATION, Accumulator
+from ._api import make_reassemble
+from ._results import ArgumentsError, Choice, Result, StreamError, ToolCall
+
+__version__ = "0.1.0"
+
+reassemble = make_reassemble(Accumulator)
+
+__all__ = ["Accumulator", "ArgumentsError", "Choice", "IMPLEMENTATION", "Result", "StreamError", "ToolCall",
+           "__version__", "reassemble"]

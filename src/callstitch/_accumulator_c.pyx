@@ -1,0 +1,626 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled twin of the accumulator: SSE framing, chunk reading and the append path in C.
+
+It does exactly what _accumulator_py.py does; the tests hold both to identical results. For
+OpenAI-style chat chunks it reads the JSON envelope on demand (_chunkscan.h) and unescapes each
+argument string straight into its call's bytearray, creating no Python object per event. Any
+event it does not fully understand goes to the shared general path (_dispatch, orjson).
+"""
+
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t
+from libc.string cimport memchr, memcmp, memcpy, memmove
+
+import orjson
+
+from . import _dispatch
+from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
+                        Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
+                        StreamState, build_result, parses)
+from ._text import encode_fragment, escape_surrogate
+
+__all__ = ["Accumulator"]
+
+cdef extern from "_chunkscan.h" nogil:
+    enum:
+        CS_ABSENT
+        CS_NULL
+        CS_STR
+        CS_MAX_CHOICES
+        CS_MAX_FRAGS
+    ctypedef struct cs_span:
+        const unsigned char *p
+        Py_ssize_t n
+        int kind
+        int has_esc
+    ctypedef struct cs_frag:
+        int has_index
+        int64_t index
+        cs_span id
+        cs_span name
+        cs_span args
+    ctypedef struct cs_choice:
+        int64_t index
+        cs_span content
+        cs_span reasoning_content
+        cs_span reasoning
+        cs_span refusal
+        cs_span finish_reason
+        int first_frag
+        int n_frags
+    ctypedef struct cs_chunk:
+        int n_choices
+        cs_choice choices[8]
+        int n_frags
+        cs_frag frags[32]
+    int cs_scan_chat_chunk(const unsigned char *p, Py_ssize_t n, cs_chunk *out)
+    Py_ssize_t cs_unescape(const unsigned char *p, Py_ssize_t n, unsigned char *dst)
+
+cdef int _Q_CHANGING_ID = Q_CHANGING_ID
+cdef int _Q_EMPTY_NAME = Q_EMPTY_NAME
+cdef int _Q_INTEGER_ID = Q_INTEGER_ID
+cdef int _Q_MISSING_INDEX = Q_MISSING_INDEX
+cdef int _Q_NAME_CHANGED = Q_NAME_CHANGED
+cdef int _Q_NEW_CALL_SAME_INDEX = Q_NEW_CALL_SAME_INDEX
+cdef int _Q_OBJECT_ARGUMENTS = Q_OBJECT_ARGUMENTS
+cdef int _Q_RESENT_ID = Q_RESENT_ID
+cdef int _Q_RESENT_NAME = Q_RESENT_NAME
+cdef int _Q_SPLIT_SURROGATE = Q_SPLIT_SURROGATE
+
+cdef object _handle_event = _dispatch.handle_event
+cdef object _handle_object = _dispatch.handle_object
+cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
+
+
+cdef class _Slot:
+    """One call being received: id, name and its argument bytes."""
+    cdef object choice
+    cdef Py_ssize_t seq
+    cdef Py_ssize_t position
+    cdef object id
+    cdef object name
+    cdef bytearray buf
+    cdef Py_ssize_t last_start
+    cdef Py_ssize_t nfrags
+    cdef object cumulative
+    cdef int pending
+    cdef int quirks
+
+    def __cinit__(self, object choice, Py_ssize_t seq, Py_ssize_t position):
+        self.choice = choice
+        self.seq = seq
+        self.position = position
+        self.id = None
+        self.name = None
+        self.buf = bytearray()
+        self.cumulative = None
+
+
+cdef class _ChoiceState:
+    """The calls of one choice: by index, and the latest one."""
+    cdef dict by_index
+    cdef _Slot latest
+    cdef Py_ssize_t count
+
+    def __cinit__(self):
+        self.by_index = {}
+        self.latest = None
+
+
+cdef class _Text:
+    """A choice's message text (content, reasoning, refusal) being received."""
+    cdef bytearray buf
+    cdef int pending
+
+    def __cinit__(self):
+        self.buf = bytearray()
+
+
+cdef inline int _grow(bytearray buf, Py_ssize_t extra) except -1:
+    return PyByteArray_Resize(buf, PyByteArray_GET_SIZE(buf) + extra)
+
+
+cdef Py_ssize_t _unescape_into(bytearray buf, const cs_span *s) except -1:
+    """Append a scanned string span to buf (escapes decoded); return the bytes written."""
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+    cdef Py_ssize_t n
+    if not s.has_esc:
+        _grow(buf, s.n)
+        memcpy(PyByteArray_AS_STRING(buf) + size, s.p, s.n)
+        return s.n
+    _grow(buf, s.n)
+    n = cs_unescape(s.p, s.n, <unsigned char *>PyByteArray_AS_STRING(buf) + size)
+    PyByteArray_Resize(buf, size + n)
+    return n
+
+
+cdef object _span_str(const cs_span *s):
+    """Return a scanned string span as a str (None when absent or null)."""
+    cdef bytearray tmp
+    if s.kind != CS_STR:
+        return None
+    if not s.has_esc:
+        return PyUnicode_DecodeUTF8(<const char *>s.p, s.n, NULL)
+    tmp = bytearray()
+    _unescape_into(tmp, s)
+    return PyUnicode_DecodeUTF8(PyByteArray_AS_STRING(tmp), PyByteArray_GET_SIZE(tmp), NULL)
+
+
+cdef class Accumulator:
+    """Reassemble the tool calls of one streamed response.
+
+    Feed it the raw response bytes as they arrive (``feed``), parsed chunks (``feed_chunk``) or
+    fragments (``add``), then call ``finalize`` once for the Result.
+    """
+    cdef object _state
+    cdef list _slots
+    cdef dict _choices
+    cdef dict _texts
+    cdef bint _fast
+    # SSE framing state
+    cdef bytearray _tail
+    cdef Py_ssize_t _offset
+    cdef bint _started
+    cdef bint _skip_lf
+    cdef char *_data
+    cdef Py_ssize_t _data_len
+    cdef Py_ssize_t _data_cap
+    cdef Py_ssize_t _data_lines
+    cdef Py_ssize_t _data_offset
+    cdef object _event
+    cdef cs_chunk _chunk
+
+    def __cinit__(self):
+        self._data = NULL
+
+    def __init__(self, format="openai-chat"):
+        self._state = StreamState(_dispatch.check_format(format))
+        self._fast = format == "openai-chat"
+        self._slots = []
+        self._choices = {}
+        self._texts = {}
+        self._tail = bytearray()
+        self._event = None
+
+    def __dealloc__(self):
+        PyMem_Free(self._data)
+
+    # ---------------------------------------------------------------- framing
+
+    def feed(self, data):
+        """Feed raw response bytes, split anywhere (mid-line, mid-CRLF, mid-character)."""
+        cdef const unsigned char[::1] view
+        if isinstance(data, str):
+            data = (<str>data).encode("utf-8")
+        if isinstance(data, bytes):
+            self._feed(<const unsigned char *><char *>data, len(<bytes>data))
+            return
+        view = memoryview(data).cast("B")
+        if view.shape[0]:
+            self._feed(&view[0], view.shape[0])
+
+    cdef int _feed(self, const unsigned char *p, Py_ssize_t n) except -1:
+        cdef const unsigned char *end
+        cdef const unsigned char *nl
+        cdef Py_ssize_t k, m
+        cdef bint has_cr
+        if n == 0:
+            return 0
+        if not self._started:
+            # A UTF-8 BOM may open the stream, possibly split across reads.
+            k = PyByteArray_GET_SIZE(self._tail)
+            while k < 3 and n > 0 and p[0] == _BOM[k]:
+                self._tail.append(p[0])
+                p += 1
+                n -= 1
+                k += 1
+            if k == 3:
+                self._offset += 3
+                del self._tail[:]
+            elif n == 0:
+                return 0
+            self._started = True
+            # A partial BOM was ordinary bytes after all: they stay in the tail as line text.
+        if self._skip_lf:
+            self._skip_lf = False
+            if p[0] == b'\n':
+                self._offset += 1
+                p += 1
+                n -= 1
+                if n == 0:
+                    return 0
+        end = p + n
+        has_cr = memchr(p, b'\r', n) != NULL
+        if PyByteArray_GET_SIZE(self._tail):
+            # Finish the line carried over from the last read, then go on in place.
+            nl = self._line_end(p, end, has_cr)
+            if nl == NULL:
+                self._tail.extend((<const char *>p)[:n])
+                return 0
+            self._tail.extend((<const char *>p)[:nl - p])
+            m = PyByteArray_GET_SIZE(self._tail)
+            self._line(<const unsigned char *>PyByteArray_AS_STRING(self._tail), m, self._offset)
+            del self._tail[:]
+            self._offset += m
+            p = self._after_eol(nl, end)
+            if p == NULL:
+                return 0
+        while p < end:
+            nl = self._line_end(p, end, has_cr)
+            if nl == NULL:
+                self._tail.extend((<const char *>p)[:end - p])
+                return 0
+            m = nl - p
+            self._line(p, m, self._offset)
+            self._offset += m
+            p = self._after_eol(nl, end)
+            if p == NULL:
+                return 0
+        return 0
+
+    cdef inline const unsigned char *_line_end(self, const unsigned char *p, const unsigned char *end,
+                                               bint has_cr):
+        """Return where the line starting at p ends (its CR or LF), or NULL when it does not end here."""
+        if not has_cr:
+            return <const unsigned char *>memchr(p, b'\n', end - p)
+        while p < end:
+            if p[0] == b'\n' or p[0] == b'\r':
+                return p
+            p += 1
+        return NULL
+
+    cdef inline const unsigned char *_after_eol(self, const unsigned char *nl, const unsigned char *end):
+        """Step over the line end at nl, keeping _offset in step; NULL when the read is used up."""
+        if nl[0] == b'\r':
+            if nl + 1 == end:
+                self._skip_lf = True  # a following LF, in the next read, belongs to this CR
+                self._offset += 1
+                return NULL
+            if nl[1] == b'\n':
+                self._offset += 2
+                return nl + 2 if nl + 2 < end else NULL
+        self._offset += 1
+        return nl + 1 if nl + 1 < end else NULL
+
+    cdef int _line(self, const unsigned char *p, Py_ssize_t n, Py_ssize_t pos) except -1:
+        """Handle one line (without its line end) that starts at stream offset pos."""
+        cdef const unsigned char *value
+        cdef Py_ssize_t vn, flen
+        cdef const unsigned char *colon
+        if n == 0:
+            if self._data_lines:
+                self._dispatch_event()
+            else:
+                self._event = None
+            return 0
+        if n >= 5 and memcmp(p, b"data:", 5) == 0:
+            value = p + 5
+            vn = n - 5
+            if vn and value[0] == b' ':
+                value += 1
+                vn -= 1
+            self._data_add(value, vn, pos)
+            return 0
+        if p[0] == b':':
+            return 0
+        colon = <const unsigned char *>memchr(p, b':', n)
+        if colon == NULL:
+            flen = n
+            value = p + n
+            vn = 0
+        else:
+            flen = colon - p
+            value = colon + 1
+            vn = n - flen - 1
+            if vn and value[0] == b' ':
+                value += 1
+                vn -= 1
+        if flen == 4 and memcmp(p, b"data", 4) == 0:
+            self._data_add(value, 0, pos)
+        elif flen == 5 and memcmp(p, b"event", 5) == 0:
+            self._event = (<const char *>value)[:vn].decode("utf-8", "replace")
+        # id, retry and unknown fields carry nothing callstitch needs
+        return 0
+
+    cdef int _data_add(self, const unsigned char *value, Py_ssize_t vn, Py_ssize_t pos) except -1:
+        cdef Py_ssize_t need = self._data_len + vn + 1
+        cdef char *grown
+        if need > self._data_cap:
+            grown = <char *>PyMem_Realloc(self._data, need * 2)
+            if grown == NULL:
+                raise MemoryError()
+            self._data = grown
+            self._data_cap = need * 2
+        if self._data_lines:
+            self._data[self._data_len] = b'\n'
+            self._data_len += 1
+        else:
+            self._data_offset = pos
+        memcpy(self._data + self._data_len, value, vn)
+        self._data_len += vn
+        self._data_lines += 1
+        return 0
+
+    cdef int _dispatch_event(self) except -1:
+        cdef Py_ssize_t n = self._data_len
+        cdef object event = self._event
+        self._data_len = 0
+        self._data_lines = 0
+        self._event = None
+        if event is None and self._fast and cs_scan_chat_chunk(<const unsigned char *>self._data, n,
+                                                               &self._chunk):
+            self._apply_chunk()
+            return 0
+        _handle_event(self, self._state, event, PyBytes_FromStringAndSize(self._data, n), self._data_offset)
+        return 0
+
+    cdef int _end_of_stream(self) except -1:
+        """Dispatch what the stream left pending: the last event needs no closing blank line."""
+        cdef Py_ssize_t m
+        self._skip_lf = False
+        m = PyByteArray_GET_SIZE(self._tail)
+        if m:
+            tail = bytes(self._tail)
+            del self._tail[:]
+            self._line(<const unsigned char *><char *>tail, m, self._offset)
+            self._offset += m
+        if self._data_lines:
+            self._dispatch_event()
+        return 0
+
+    # ---------------------------------------------------------------- the fast path
+
+    cdef int _apply_chunk(self) except -1:
+        """Apply a chunk the scanner fully understood: the same effects the general adapter has."""
+        cdef cs_chunk *c = &self._chunk
+        cdef cs_choice *ch
+        cdef cs_frag *f
+        cdef int i, j
+        cdef object number
+        cdef _Slot slot
+        for i in range(c.n_choices):
+            ch = &c.choices[i]
+            number = ch.index
+            if ch.content.kind == CS_STR:
+                self._text_span(number, 0, &ch.content)
+            if ch.reasoning_content.kind == CS_STR:
+                self._text_span(number, 1, &ch.reasoning_content)
+            if ch.reasoning.kind == CS_STR:
+                self._text_span(number, 1, &ch.reasoning)
+            if ch.refusal.kind == CS_STR:
+                self._text_span(number, 2, &ch.refusal)
+            for j in range(ch.first_frag, ch.first_frag + ch.n_frags):
+                f = &c.frags[j]
+                slot = self._route(number, f.index if f.has_index else None, _span_str(&f.id),
+                                   _span_str(&f.name))
+                if f.args.kind == CS_STR and f.args.n:
+                    self._append_span(slot, &f.args)
+            if ch.finish_reason.kind == CS_STR:
+                self._state.finish(number, _span_str(&ch.finish_reason))
+        return 0
+
+    cdef int _append_span(self, _Slot slot, const cs_span *s) except -1:
+        """Append a scanned argument string to its slot, as _append does for bytes."""
+        cdef bytearray buf = slot.buf
+        cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+        cdef bytes head
+        if slot.pending:
+            # The scanner passes no lone surrogate, so a pending one has no partner: keep its text.
+            head = escape_surrogate(slot.pending).encode()
+            slot.pending = 0
+            buf.extend(head)
+        _unescape_into(buf, s)
+        if slot.nfrags == 0 or slot.cumulative is not None:
+            # Rare: the first fragment, or cumulative tracking. Take the general route.
+            data = bytes(buf[size:])
+            PyByteArray_Resize(buf, size)
+            self._append(slot, data)
+            return 0
+        slot.last_start = size
+        slot.nfrags += 1
+        return 0
+
+    cdef int _text_span(self, object number, int which, const cs_span *s) except -1:
+        cdef _Text t = self._text_buf(number, which)
+        if t.pending:
+            t.buf.extend(escape_surrogate(t.pending).encode())
+            t.pending = 0
+        _unescape_into(t.buf, s)
+        return 0
+
+    cdef _Text _text_buf(self, object number, int which):
+        cdef list texts = self._texts.get(number)
+        if texts is None:
+            texts = self._texts[number] = [None, None, None]
+        t = texts[which]
+        if t is None:
+            t = texts[which] = _Text()
+        return <_Text>t
+
+    # ---------------------------------------------------------------- chunks and fragments
+
+    def feed_chunk(self, obj):
+        """Feed one parsed chunk: a dict, JSON text, or an SDK object with model_dump()."""
+        _handle_object(self, self._state, obj)
+
+    def add(self, index, *, id=None, name=None, arguments=None, choice=0):
+        """Add one fragment of a call: the primitive the other ways in are built on."""
+        if index is not None and type(index) is not int:
+            raise TypeError(f"index must be an int or None, not {type(index).__name__}")
+        if type(choice) is not int:
+            raise TypeError(f"choice must be an int, not {type(choice).__name__}")
+        if id is not None and type(id) is not str and type(id) is not int:
+            raise TypeError(f"id must be a str, an int or None, not {type(id).__name__}")
+        if name is not None and type(name) is not str:
+            raise TypeError(f"name must be a str or None, not {type(name).__name__}")
+        self._fragment(choice, index, id, name, arguments)
+
+    def _fragment(self, choice, index, call_id, name, arguments):
+        """Route one fragment to its slot (the quirk rules live here) and append its arguments."""
+        cdef _Slot slot = self._route(choice, index, call_id, name)
+        cdef bint joined
+        if arguments is None:
+            return
+        if type(arguments) is str:
+            if not arguments:
+                return
+            if slot.pending:
+                data, slot.pending, joined = encode_fragment(arguments, slot.pending)
+                if joined:
+                    slot.quirks |= _Q_SPLIT_SURROGATE
+            else:
+                try:
+                    data = (<str>arguments).encode("utf-8")
+                except UnicodeEncodeError:
+                    data, slot.pending, joined = encode_fragment(arguments, 0)
+            self._append(slot, data)
+        elif isinstance(arguments, (bytes, bytearray, memoryview)):
+            self._append(slot, bytes(arguments))
+        else:
+            # Arguments sent as a JSON value instead of a string (Ollama, GLM, llama-server).
+            slot.quirks |= _Q_OBJECT_ARGUMENTS
+            try:
+                data = orjson.dumps(arguments)
+            except TypeError as exc:
+                self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
+                return
+            self._append(slot, data)
+
+    cdef _Slot _route(self, object choice, object index, object call_id, object name):
+        """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules)."""
+        cdef int quirks = 0
+        cdef _ChoiceState cs
+        cdef _Slot slot
+        if call_id is not None and type(call_id) is not str:
+            call_id = str(call_id)
+            quirks |= _Q_INTEGER_ID
+        if call_id is not None and not call_id:
+            call_id = None
+        if name is not None and not name:
+            name = None
+            quirks |= _Q_EMPTY_NAME
+        cs = self._choices.get(choice)
+        if cs is None:
+            cs = _ChoiceState()
+            self._choices[choice] = cs
+        if index is None:
+            quirks |= _Q_MISSING_INDEX
+            slot = cs.latest
+            if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
+                    name is not None and slot.name is not None and name != slot.name and slot.nfrags):
+                slot = self._new_slot(cs, choice)
+        else:
+            slot = cs.by_index.get(index)
+            if slot is None:
+                slot = self._new_slot(cs, choice)
+                cs.by_index[index] = slot
+            elif call_id is not None and slot.id is not None and call_id != slot.id:
+                if name is not None or _complete(slot):
+                    slot = self._new_slot(cs, choice)
+                    cs.by_index[index] = slot
+                    quirks |= _Q_NEW_CALL_SAME_INDEX
+                else:
+                    quirks |= _Q_CHANGING_ID
+                    call_id = None
+            elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
+                slot = self._new_slot(cs, choice)
+                cs.by_index[index] = slot
+                quirks |= _Q_NEW_CALL_SAME_INDEX
+        cs.latest = slot
+        if call_id is not None:
+            if slot.id is None:
+                slot.id = call_id
+            elif slot.id == call_id:
+                quirks |= _Q_RESENT_ID
+        if name is not None:
+            if slot.name is None:
+                slot.name = name
+            elif slot.name == name:
+                quirks |= _Q_RESENT_NAME
+            else:
+                quirks |= _Q_NAME_CHANGED
+        slot.quirks |= quirks
+        return slot
+
+    cdef _Slot _new_slot(self, _ChoiceState cs, object choice):
+        cdef _Slot slot = _Slot(choice, len(self._slots), cs.count)
+        cs.count += 1
+        self._slots.append(slot)
+        return slot
+
+    cdef int _append(self, _Slot slot, bytes data) except -1:
+        """Append one fragment's bytes, tracking whether the fragments are cumulative."""
+        cdef Py_ssize_t n = len(data)
+        cdef bytearray buf = slot.buf
+        cdef Py_ssize_t size
+        if not n:
+            return 0
+        if slot.nfrags == 0:
+            slot.cumulative = [n]
+            buf += data
+        elif slot.cumulative is not None:
+            size = PyByteArray_GET_SIZE(buf)
+            if n > size and data.startswith(buf):
+                slot.cumulative.append(n)
+                buf[:] = data
+            else:
+                # Not cumulative after all: rebuild the text as sent, then append.
+                if len(slot.cumulative) > 1:
+                    buf[0:0] = b"".join([buf[:k] for k in slot.cumulative[:-1]])
+                slot.cumulative = None
+                slot.last_start = PyByteArray_GET_SIZE(buf)
+                buf += data
+        else:
+            slot.last_start = PyByteArray_GET_SIZE(buf)
+            buf += data
+        slot.nfrags += 1
+        return 0
+
+    def _text(self, choice, int which, str text):
+        """Append message text (content, reasoning or refusal) of a choice."""
+        cdef _Text t = self._text_buf(choice, which)
+        cdef bint joined
+        if t.pending:
+            data, t.pending, joined = encode_fragment(text, t.pending)
+        else:
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                data, t.pending, joined = encode_fragment(text, 0)
+        t.buf += data
+
+    # ---------------------------------------------------------------- the end
+
+    def finalize(self, strict=False):
+        """Return the Result: every call parsed once; with strict=True raise the first error instead."""
+        cdef _Slot s
+        cdef _Text t
+        self._end_of_stream()
+        slots = []
+        for s in self._slots:
+            if s.pending:
+                self._append(s, escape_surrogate(s.pending).encode())
+                s.pending = 0
+            slots.append((s.choice, s.seq, s.position, s.id, s.name, bytes(s.buf), s.cumulative, s.last_start,
+                          s.quirks))
+        texts = {}
+        for choice, parts in self._texts.items():
+            out = []
+            for t in parts:
+                if t is None:
+                    out.append(None)
+                    continue
+                if t.pending:
+                    t.buf += escape_surrogate(t.pending).encode()
+                    t.pending = 0
+                out.append(t.buf)
+            texts[choice] = tuple(out)
+        return build_result(slots, texts, self._state, strict)
+
+
+cdef bint _complete(_Slot slot):
+    """Tell whether a slot's arguments already form a complete JSON value."""
+    return PyByteArray_GET_SIZE(slot.buf) > 0 and parses(slot.buf)

@@ -1,0 +1,453 @@
+"""The pure-Python twin of the accumulator: SSE framing, slots, and the append path.
+
+The compiled twin (_accumulator_c.pyx) does exactly what this module does; tests run every
+behaviour against both and require identical results. Everything that is not on the hot path
+(chunk adapters, finalize, result types) is shared and lives in other modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from orjson import JSONDecodeError as _JSONDecodeError
+from orjson import loads as _loads
+
+from . import _dispatch
+from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
+                        Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
+                        StreamState, build_result, parses)
+from ._results import Result
+from ._text import encode_fragment, escape_surrogate
+
+__all__ = ["Accumulator"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class _Slot:
+    """One call being received: id, name and its argument bytes."""
+
+    __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
+                 "pending", "quirks")
+
+    def __init__(self, choice: int, seq: int, position: int) -> None:
+        self.choice = choice
+        self.seq = seq
+        self.position = position
+        self.id: str | None = None
+        self.name: str | None = None
+        self.buf = bytearray()
+        self.last_start = 0  # where the latest fragment starts in buf
+        self.nfrags = 0
+        # Lengths of the fragments while each began with the one before (cumulative arguments);
+        # while this holds, buf keeps only the latest fragment. None once it stops holding.
+        self.cumulative: list[int] | None = None
+        self.pending = 0  # a high surrogate waiting for its low half
+        self.quirks = 0
+
+
+class _ChoiceState:
+    """The calls of one choice: by index, and the latest one."""
+
+    __slots__ = ("by_index", "latest", "count")
+
+    def __init__(self) -> None:
+        self.by_index: dict[int, _Slot] = {}
+        self.latest: _Slot | None = None
+        self.count = 0
+
+
+class Accumulator:
+    """Reassemble the tool calls of one streamed response.
+
+    Feed it the raw response bytes as they arrive (``feed``), parsed chunks (``feed_chunk``) or
+    fragments (``add``), then call ``finalize`` once for the Result.
+    """
+
+    def __init__(self, format: str = "openai-chat") -> None:
+        self._state = StreamState(_dispatch.check_format(format))
+        self._slots: list[_Slot] = []
+        self._choices: dict[int, _ChoiceState] = {}
+        self._texts: dict[int, list] = {}
+        # SSE framing state
+        self._tail = b""          # an incomplete line carried to the next feed
+        self._offset = 0          # stream offset of the first byte of _tail
+        self._started = False     # the BOM check is done
+        self._skip_lf = False     # the last feed ended in CR: a leading LF belongs to it
+        self._data: list[bytes] = []
+        self._data_offset = 0
+        self._event: str | None = None
+
+    # ---------------------------------------------------------------- framing
+
+    def feed(self, data: bytes | bytearray | memoryview | str) -> None:
+        """Feed raw response bytes, split anywhere (mid-line, mid-CRLF, mid-character)."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        elif not isinstance(data, bytes):
+            data = bytes(data)
+        if not data:
+            return
+        if not self._started:
+            head = self._tail + data
+            if len(head) < 3 and _BOM.startswith(head):
+                self._tail = head
+                return
+            self._started = True
+            if head.startswith(_BOM):
+                self._offset += 3
+                head = head[3:]
+            self._tail = b""
+            data = head
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[:1] == b"\n":
+                self._offset += 1
+                data = data[1:]
+        buf = self._tail + data if self._tail else data
+        if b"\r" in buf:
+            self._feed_lines_cr(buf)
+            return
+        # Split at blank lines first: most events are one "data:" line, handled inline.
+        pieces = buf.split(b"\n\n")
+        rest = pieces.pop()
+        pos = self._offset
+        state = self._state
+        handle_event = _dispatch.handle_event
+        for piece in pieces:
+            if piece[:5] == b"data:" and not self._data and self._event is None and b"\n" not in piece:
+                payload = piece[6:] if piece[5:6] == b" " else piece[5:]
+                if not self._chunk_fast(payload):
+                    handle_event(self, state, None, payload, pos)
+            else:
+                self._lines(piece, pos)
+                self._line(b"", pos + len(piece) + 1)
+            pos += len(piece) + 2
+        # Complete lines after the last blank line are taken now, so no line is read twice.
+        end = rest.rfind(b"\n")
+        if end >= 0:
+            self._lines(rest[:end], pos)
+            pos += end + 1
+            rest = rest[end + 1:]
+        self._tail = rest
+        self._offset = pos
+
+    def _lines(self, text: bytes, pos: int) -> None:
+        for line in text.split(b"\n"):
+            self._line(line, pos)
+            pos += len(line) + 1
+
+    def _feed_lines_cr(self, buf: bytes) -> None:
+        lines = buf.splitlines(True)
+        last = lines[-1]
+        if last[-1:] not in (b"\n", b"\r"):
+            self._tail = lines.pop()
+        else:
+            self._tail = b""
+        if buf.endswith(b"\r"):
+            self._skip_lf = True
+        pos = self._offset
+        for line in lines:
+            n = len(line)
+            if line.endswith(b"\r\n"):
+                self._line(line[:-2], pos)
+            else:
+                self._line(line[:-1], pos)
+            pos += n
+        self._offset = pos
+
+    def _chunk_fast(self, payload: bytes) -> bool:
+        """Apply a chunk that only continues tool calls' arguments; False for anything else.
+
+        The twin of the compiled fast path: it takes only the commonest shape, and the general
+        adapter (_openai_chat) takes everything, including this shape, the same way.
+        """
+        if payload[:1] != b"{":
+            return False
+        try:
+            chunk = _loads(payload)
+        except _JSONDecodeError:
+            return False
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None or (
+                chunk.get("error") is not None):
+            return False
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None or "message" in choice:
+            return False
+        delta = choice.get("delta")
+        number = choice.get("index", 0)
+        if type(delta) is not dict or len(delta) != 1 or type(number) is not int:
+            return False
+        calls = delta.get("tool_calls")
+        if type(calls) is not list:
+            return False
+        if len(calls) == 1:
+            # One continuation fragment: append inline when its call is known and plain.
+            call = calls[0]
+            if type(call) is not dict or call.get("id") is not None:
+                return False
+            function = call.get("function")
+            index = call.get("index")
+            if type(function) is not dict or function.get("name") is not None or type(index) is not int:
+                return False
+            arguments = function.get("arguments")
+            cs = self._choices.get(number)
+            slot = cs.by_index.get(index) if cs is not None else None
+            if slot is None or type(arguments) is not str or slot.pending or slot.cumulative is not None:
+                self._fragment(number, index, None, None, arguments)
+                return True
+            cs.latest = slot
+            if arguments:
+                try:
+                    data = arguments.encode("utf-8")
+                except UnicodeEncodeError:
+                    self._fragment(number, index, None, None, arguments)
+                    return True
+                buf = slot.buf
+                slot.last_start = len(buf)
+                buf += data
+                slot.nfrags += 1
+            return True
+        for call in calls:
+            if type(call) is not dict or call.get("id") is not None:
+                return False
+            function = call.get("function")
+            if type(function) is not dict or function.get("name") is not None or type(call.get("index")) is not int:
+                return False
+        for call in calls:
+            self._fragment(number, call["index"], None, None, call["function"].get("arguments"))
+        return True
+
+    def _line(self, line: bytes, pos: int) -> None:
+        if not line:
+            if self._data:
+                self._dispatch()
+            else:
+                self._event = None
+            return
+        if line[:5] == b"data:":
+            if not self._data:
+                self._data_offset = pos
+            self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+            return
+        if line[:1] == b":":
+            return
+        field, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":  # "data" with no colon: an empty data line
+            if not self._data:
+                self._data_offset = pos
+            self._data.append(b"")
+        elif field == b"event":
+            self._event = value.decode("utf-8", "replace")
+        # id, retry and unknown fields carry nothing callstitch needs
+
+    def _dispatch(self) -> None:
+        data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+        self._data.clear()
+        event, self._event = self._event, None
+        _dispatch.handle_event(self, self._state, event, data, self._data_offset)
+
+    def _end_of_stream(self) -> None:
+        """Dispatch what the stream left pending: the last event needs no closing blank line."""
+        if self._skip_lf:
+            self._skip_lf = False
+        if self._tail:
+            tail, self._tail = self._tail, b""
+            self._line(tail, self._offset)
+            self._offset += len(tail)
+        if self._data:
+            self._dispatch()
+
+    # ---------------------------------------------------------------- chunks and fragments
+
+    def feed_chunk(self, obj: Any) -> None:
+        """Feed one parsed chunk: a dict, JSON text, or an SDK object with model_dump()."""
+        _dispatch.handle_object(self, self._state, obj)
+
+    def add(self, index: int | None, *, id: str | int | None = None, name: str | None = None,
+            arguments: Any = None, choice: int = 0) -> None:
+        """Add one fragment of a call: the primitive the other ways in are built on."""
+        if index is not None and type(index) is not int:
+            raise TypeError(f"index must be an int or None, not {type(index).__name__}")
+        if type(choice) is not int:
+            raise TypeError(f"choice must be an int, not {type(choice).__name__}")
+        if id is not None and type(id) is not str and type(id) is not int:
+            raise TypeError(f"id must be a str, an int or None, not {type(id).__name__}")
+        if name is not None and type(name) is not str:
+            raise TypeError(f"name must be a str or None, not {type(name).__name__}")
+        self._fragment(choice, index, id, name, arguments)
+
+    def _fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, arguments: Any) -> None:
+        """Route one fragment to its slot (the quirk rules live here) and append its arguments."""
+        if call_id is None and name is None and index is not None and type(arguments) is str:
+            # The common continuation fragment: arguments for a call already known by its index.
+            cs = self._choices.get(choice)
+            slot = cs.by_index.get(index) if cs is not None else None
+            if slot is not None and not slot.pending and slot.cumulative is None:
+                cs.latest = slot
+                if arguments:
+                    try:
+                        data = arguments.encode("utf-8")
+                    except UnicodeEncodeError:
+                        pass
+                    else:
+                        buf = slot.buf
+                        slot.last_start = len(buf)
+                        buf += data
+                        slot.nfrags += 1
+                        return
+                else:
+                    return
+        quirks = 0
+        if call_id is not None and type(call_id) is not str:
+            call_id = str(call_id)
+            quirks |= Q_INTEGER_ID
+        if call_id == "":
+            call_id = None
+        if name == "":
+            name = None
+            quirks |= Q_EMPTY_NAME
+        cs = self._choices.get(choice)
+        if cs is None:
+            cs = self._choices[choice] = _ChoiceState()
+        if index is None:
+            quirks |= Q_MISSING_INDEX
+            slot = cs.latest
+            if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
+                    name is not None and slot.name is not None and name != slot.name and slot.nfrags):
+                slot = self._new_slot(cs, choice)
+        else:
+            slot = cs.by_index.get(index)
+            if slot is None:
+                slot = cs.by_index[index] = self._new_slot(cs, choice)
+            elif call_id is not None and slot.id is not None and call_id != slot.id:
+                if name is not None or _complete(slot):
+                    slot = cs.by_index[index] = self._new_slot(cs, choice)
+                    quirks |= Q_NEW_CALL_SAME_INDEX
+                else:
+                    quirks |= Q_CHANGING_ID
+                    call_id = None
+            elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
+                slot = cs.by_index[index] = self._new_slot(cs, choice)
+                quirks |= Q_NEW_CALL_SAME_INDEX
+        cs.latest = slot
+        if call_id is not None:
+            if slot.id is None:
+                slot.id = call_id
+            elif slot.id == call_id:
+                quirks |= Q_RESENT_ID
+        if name is not None:
+            if slot.name is None:
+                slot.name = name
+            elif slot.name == name:
+                quirks |= Q_RESENT_NAME
+            else:
+                quirks |= Q_NAME_CHANGED
+        slot.quirks |= quirks
+        if arguments is None:
+            return
+        if type(arguments) is str:
+            if not arguments:
+                return
+            if slot.pending:
+                data, slot.pending, joined = encode_fragment(arguments, slot.pending)
+                if joined:
+                    slot.quirks |= Q_SPLIT_SURROGATE
+            else:
+                try:
+                    data = arguments.encode("utf-8")
+                except UnicodeEncodeError:
+                    data, slot.pending, joined = encode_fragment(arguments, 0)
+            self._append(slot, data)
+        elif isinstance(arguments, (bytes, bytearray, memoryview)):
+            self._append(slot, bytes(arguments))
+        else:
+            # Arguments sent as a JSON value instead of a string (Ollama, GLM, llama-server).
+            slot.quirks |= Q_OBJECT_ARGUMENTS
+            try:
+                data = orjson.dumps(arguments)
+            except TypeError as exc:
+                self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
+                return
+            self._append(slot, data)
+
+    def _new_slot(self, cs: _ChoiceState, choice: int) -> _Slot:
+        slot = _Slot(choice, len(self._slots), cs.count)
+        cs.count += 1
+        self._slots.append(slot)
+        return slot
+
+    def _append(self, slot: _Slot, data: bytes) -> None:
+        """Append one fragment's bytes, tracking whether the fragments are cumulative."""
+        n = len(data)
+        if not n:
+            return
+        buf = slot.buf
+        if slot.nfrags == 0:
+            slot.cumulative = [n]
+            buf += data
+        elif slot.cumulative is not None:
+            size = len(buf)
+            if n > size and data.startswith(buf):
+                slot.cumulative.append(n)
+                buf[:] = data
+            else:
+                # Not cumulative after all: rebuild the text as sent, then append.
+                if len(slot.cumulative) > 1:
+                    buf[0:0] = b"".join(buf[:k] for k in slot.cumulative[:-1])
+                slot.cumulative = None
+                slot.last_start = len(buf)
+                buf += data
+        else:
+            slot.last_start = len(buf)
+            buf += data
+        slot.nfrags += 1
+
+    def _text(self, choice: int, which: int, text: str) -> None:
+        """Append message text (content, reasoning or refusal) of a choice."""
+        texts = self._texts.get(choice)
+        if texts is None:
+            texts = self._texts[choice] = [None, None, None, 0, 0, 0]
+        buf = texts[which]
+        if buf is None:
+            buf = texts[which] = bytearray()
+        pending = texts[3 + which]
+        if pending:
+            data, texts[3 + which], _ = encode_fragment(text, pending)
+        else:
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                data, texts[3 + which], _ = encode_fragment(text, 0)
+        buf += data
+
+    # ---------------------------------------------------------------- the end
+
+    def finalize(self, strict: bool = False) -> Result:
+        """Return the Result: every call parsed once; with strict=True raise the first error instead."""
+        self._end_of_stream()
+        slots = []
+        for s in self._slots:
+            if s.pending:
+                self._append(s, escape_surrogate(s.pending).encode())
+                s.pending = 0
+            slots.append((s.choice, s.seq, s.position, s.id, s.name, bytes(s.buf), s.cumulative, s.last_start,
+                          s.quirks))
+        texts = {}
+        for choice, t in self._texts.items():
+            for which in range(3):
+                if t[3 + which]:
+                    t[which] += escape_surrogate(t[3 + which]).encode()
+                    t[3 + which] = 0
+            texts[choice] = (t[0], t[1], t[2])
+        return build_result(slots, texts, self._state, strict)
+
+
+def _complete(slot: _Slot) -> bool:
+    """Tell whether a slot's arguments already form a complete JSON value."""
+    return bool(slot.buf) and parses(slot.buf)
+

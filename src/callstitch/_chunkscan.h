@@ -1,0 +1,785 @@
+/*
+ * _chunkscan.h -- validating on-demand reader for one OpenAI-style
+ * chat.completion.chunk SSE "data:" payload.
+ *
+ * cs_scan_chat_chunk() either fully understands the payload (returns 1 and
+ * reports where the interesting fields are) or returns 0, meaning "hand it
+ * to the general path" (orjson.loads + Python adapter).  When it returns 1
+ * the whole document has been validated the way orjson would validate it
+ * (strict RFC 8259 grammar, UTF-8, escapes, surrogate pairing, no float
+ * overflow) and the reported spans are exactly what the adapter would read.
+ * When in doubt it returns 0.
+ *
+ * Pure C99, header only, no allocation, no Python API.  Every symbol is
+ * prefixed cs_ / CS_.
+ */
+#ifndef CALLSTITCH_CHUNKSCAN_H
+#define CALLSTITCH_CHUNKSCAN_H
+
+#include <stdint.h>
+#include <string.h>
+#include <stddef.h>
+
+enum { CS_ABSENT = 0, CS_NULL = 1, CS_STR = 2 };   /* span kinds */
+
+/* CS_STR: p/n = raw bytes strictly between the quotes (escapes NOT
+ * processed); has_esc = 1 if they contain a backslash. */
+typedef struct {
+    const unsigned char *p;
+    ptrdiff_t n;
+    int kind;
+    int has_esc;
+} cs_span;
+
+#define CS_MAX_CHOICES 8
+#define CS_MAX_FRAGS 32
+#define CS_MAX_DEPTH 64      /* top-level object is depth 1 */
+
+typedef struct {
+    int has_index; int64_t index;   /* tool call "index"; has_index=0 when absent or null */
+    cs_span id, name, args;         /* .id, .function.name, .function.arguments */
+} cs_frag;
+
+typedef struct {
+    int64_t index;                  /* choices[k].index */
+    cs_span content, reasoning_content, reasoning, refusal;   /* from delta */
+    cs_span finish_reason;          /* from the choice */
+    int first_frag, n_frags;        /* frags[first_frag .. first_frag+n_frags) */
+} cs_choice;
+
+typedef struct {
+    int n_choices; cs_choice choices[CS_MAX_CHOICES];
+    int n_frags;   cs_frag frags[CS_MAX_FRAGS];
+} cs_chunk;
+
+/* ------------------------------------------------------------------------ */
+/* low-level helpers                                                         */
+/* ------------------------------------------------------------------------ */
+
+#define CS_ONES  0x0101010101010101ULL
+#define CS_HIGHS 0x8080808080808080ULL
+
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
+    (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) && (defined(__GNUC__) || defined(__clang__))
+#define CS_SWAR_LE 1
+#endif
+
+/* SSE2 is part of the x86-64 baseline; define CS_NO_SIMD to force the
+ * portable 8-byte SWAR path. */
+#if !defined(CS_NO_SIMD) && defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#include <emmintrin.h>
+#define CS_SSE2 1
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CS_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define CS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define CS_LIKELY(x)   (x)
+#define CS_UNLIKELY(x) (x)
+#endif
+
+static inline uint64_t cs_load8(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* High bit set in every byte that is '"', '\\', < 0x20 or >= 0x80.  The
+ * lowest flagged byte is always a true hit (borrows only propagate upward). */
+static inline uint64_t cs_str_special(uint64_t v)
+{
+    uint64_t q = v ^ (CS_ONES * 0x22);
+    uint64_t b = v ^ (CS_ONES * 0x5C);
+    uint64_t m = ((q - CS_ONES) & ~q) | ((b - CS_ONES) & ~b) |
+                 ((v - CS_ONES * 0x20) & ~v) | v;
+    return m & CS_HIGHS;
+}
+
+static inline int cs_is_str_special(unsigned c)
+{
+    return c == '"' || c == '\\' || c < 0x20 || c >= 0x80;
+}
+
+static inline const unsigned char *cs_ws(const unsigned char *p, const unsigned char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+static inline int cs_hexv(unsigned c)
+{
+    if (c - '0' < 10u) return (int)(c - '0');
+    c |= 0x20u;
+    if (c - 'a' < 6u) return (int)(c - 'a' + 10);
+    return -1;
+}
+
+/* 4 hex digits -> 0..0xFFFF, or -1 */
+static inline int32_t cs_hex4(const unsigned char *p)
+{
+    int a = cs_hexv(p[0]), b = cs_hexv(p[1]), c = cs_hexv(p[2]), d = cs_hexv(p[3]);
+    if ((a | b | c | d) < 0) return -1;
+    return (int32_t)((a << 12) | (b << 8) | (c << 4) | d);
+}
+
+/* Validate one multi-byte UTF-8 sequence starting at p (p[0] >= 0x80).
+ * Returns pointer past it or NULL. RFC 3629. */
+static inline const unsigned char *cs_u8seq(const unsigned char *p, const unsigned char *e)
+{
+    unsigned c = p[0], c1;
+    if (c < 0xC2) return NULL;                     /* continuation / overlong C0,C1 */
+    if (c < 0xE0) {
+        if (e - p < 2 || (p[1] & 0xC0) != 0x80) return NULL;
+        return p + 2;
+    }
+    if (c < 0xF0) {
+        if (e - p < 3) return NULL;
+        c1 = p[1];
+        if ((c1 & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return NULL;
+        if (c == 0xE0 && c1 < 0xA0) return NULL;   /* overlong */
+        if (c == 0xED && c1 >= 0xA0) return NULL;  /* surrogates */
+        return p + 3;
+    }
+    if (c < 0xF5) {
+        if (e - p < 4) return NULL;
+        c1 = p[1];
+        if ((c1 & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
+            return NULL;
+        if (c == 0xF0 && c1 < 0x90) return NULL;   /* overlong */
+        if (c == 0xF4 && c1 >= 0x90) return NULL;  /* > U+10FFFF */
+        return p + 4;
+    }
+    return NULL;
+}
+
+/* Validate one escape; p at the backslash. Returns pointer past it or NULL.
+ * Lone surrogates are rejected. */
+static inline const unsigned char *cs_esc(const unsigned char *p, const unsigned char *e)
+{
+    int32_t u, l;
+    if (e - p < 2) return NULL;
+    switch (p[1]) {
+    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        return p + 2;
+    case 'u':
+        if (e - p < 6) return NULL;
+        u = cs_hex4(p + 2);
+        if (u < 0) return NULL;
+        if (u < 0xD800 || u > 0xDFFF) return p + 6;
+        if (u >= 0xDC00) return NULL;               /* lone low surrogate */
+        if (e - p < 12 || p[6] != '\\' || p[7] != 'u') return NULL;
+        l = cs_hex4(p + 8);
+        if (l < 0xDC00 || l > 0xDFFF) return NULL;
+        return p + 12;
+    default:
+        return NULL;
+    }
+}
+
+/* Scan string contents. p points just after the opening quote. Returns a
+ * pointer to the closing quote, or NULL if invalid/unterminated.
+ * Sets *esc = 1 if a backslash escape was seen. */
+static inline const unsigned char *cs_str(const unsigned char *p, const unsigned char *e, int *esc)
+{
+    unsigned c;
+    for (;;) {
+        /* find the next byte that is '"', '\\', < 0x20 or >= 0x80 */
+#ifdef CS_SSE2
+        if (CS_LIKELY(e - p >= 16)) {
+            const __m128i vq = _mm_set1_epi8('"');
+            const __m128i vb = _mm_set1_epi8('\\');
+            const __m128i vc = _mm_set1_epi8(0x20);
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+            /* signed compare: bytes >= 0x80 are negative, so also flagged */
+            __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)),
+                                     _mm_cmplt_epi8(v, vc));
+            unsigned mask = (unsigned)_mm_movemask_epi8(m);
+            if (mask == 0) { p += 16; continue; }
+            p += (unsigned)__builtin_ctz(mask);
+        } else
+#endif
+        if (CS_LIKELY(e - p >= 8)) {
+            uint64_t m = cs_str_special(cs_load8(p));
+            if (m == 0) { p += 8; continue; }
+#ifdef CS_SWAR_LE
+            p += (unsigned)__builtin_ctzll(m) >> 3;
+#else
+            while (!cs_is_str_special(*p)) p++;
+#endif
+        } else {
+            if (p >= e) return NULL;
+            if (!cs_is_str_special(*p)) { p++; continue; }
+        }
+        c = *p;
+        if (CS_LIKELY(c == '"')) return p;
+        if (c == '\\') {
+            p = cs_esc(p, e);
+            if (!p) return NULL;
+            *esc = 1;
+            continue;
+        }
+        if (c < 0x20) return NULL;
+        p = cs_u8seq(p, e);
+        if (!p) return NULL;
+    }
+}
+
+/* Validate a JSON number starting at p. Conservative: rejects (NULL) any
+ * number whose digits + |exponent| exceed 300, which guarantees the value
+ * cannot overflow a double. Does not check the terminator (the caller's
+ * grammar check does that). */
+static inline const unsigned char *cs_num(const unsigned char *p, const unsigned char *e)
+{
+    const unsigned char *s;
+    ptrdiff_t digits = 0;
+    int32_t ev = 0;
+    if (p < e && *p == '-') p++;
+    if (p >= e) return NULL;
+    if (*p == '0') {
+        p++;
+    } else if ((unsigned)(*p - '1') < 9u) {
+        s = p;
+        while (p < e && (unsigned)(*p - '0') < 10u) p++;
+        digits += p - s;
+    } else {
+        return NULL;
+    }
+    if (p < e && *p == '.') {
+        p++;
+        s = p;
+        while (p < e && (unsigned)(*p - '0') < 10u) p++;
+        if (p == s) return NULL;
+        digits += p - s;
+    }
+    if (p < e && (*p | 0x20) == 'e') {
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) p++;
+        s = p;
+        while (p < e && (unsigned)(*p - '0') < 10u) {
+            if (ev < 100000) ev = ev * 10 + (int32_t)(*p - '0');
+            p++;
+        }
+        if (p == s) return NULL;
+    }
+    if (digits + ev > 300) return NULL;
+    return p;
+}
+
+/* Validate and skip any JSON value starting at p (p already past
+ * whitespace). depth = depth of the enclosing container. Returns pointer
+ * past the value or NULL. Iterative, explicit container stack. */
+static const unsigned char *cs_skip(const unsigned char *p, const unsigned char *e, int depth)
+{
+    uint64_t stk = 0;   /* bit 0 = innermost open container is an object */
+    int d = depth;
+    int esc;
+value:
+    if (p >= e) return NULL;
+    switch (*p) {
+    case '"':
+        esc = 0;
+        p = cs_str(p + 1, e, &esc);
+        if (!p) return NULL;
+        p++;
+        break;
+    case '{':
+        if (++d > CS_MAX_DEPTH) return NULL;
+        p = cs_ws(p + 1, e);
+        if (p < e && *p == '}') { p++; d--; break; }
+        stk = (stk << 1) | 1u;
+        goto key;
+    case '[':
+        if (++d > CS_MAX_DEPTH) return NULL;
+        p = cs_ws(p + 1, e);
+        if (p < e && *p == ']') { p++; d--; break; }
+        stk <<= 1;
+        goto value;
+    case 't':
+        if (e - p < 4 || memcmp(p, "true", 4) != 0) return NULL;
+        p += 4;
+        break;
+    case 'f':
+        if (e - p < 5 || memcmp(p, "false", 5) != 0) return NULL;
+        p += 5;
+        break;
+    case 'n':
+        if (e - p < 4 || memcmp(p, "null", 4) != 0) return NULL;
+        p += 4;
+        break;
+    default:
+        p = cs_num(p, e);
+        if (!p) return NULL;
+        break;
+    }
+after:
+    if (d == depth) return p;
+    p = cs_ws(p, e);
+    if (p >= e) return NULL;
+    if (*p == ',') {
+        p = cs_ws(p + 1, e);
+        if (stk & 1u) goto key;
+        goto value;
+    }
+    if (*p == ((stk & 1u) ? '}' : ']')) {
+        p++;
+        stk >>= 1;
+        d--;
+        goto after;
+    }
+    return NULL;
+key:
+    if (p >= e || *p != '"') return NULL;
+    esc = 0;
+    p = cs_str(p + 1, e, &esc);
+    if (!p) return NULL;
+    p = cs_ws(p + 1, e);
+    if (p >= e || *p != ':') return NULL;
+    p = cs_ws(p + 1, e);
+    goto value;
+}
+
+/* Skip an uninteresting value; fast path for strings. */
+static inline const unsigned char *cs_skipv(const unsigned char *p, const unsigned char *e, int depth)
+{
+    if (*p == '"') {
+        int esc = 0;
+        p = cs_str(p + 1, e, &esc);
+        return p ? p + 1 : NULL;
+    }
+    return cs_skip(p, e, depth);
+}
+
+static inline int cs_is_null(const unsigned char *p, const unsigned char *e)
+{
+    return e - p >= 4 && memcmp(p, "null", 4) == 0;
+}
+
+/* string-or-null value into span (must be CS_ABSENT before: duplicate -> NULL) */
+static inline const unsigned char *cs_strnull(const unsigned char *p, const unsigned char *e, cs_span *s)
+{
+    if (s->kind != CS_ABSENT) return NULL;
+    if (*p == '"') {
+        int esc = 0;
+        const unsigned char *q = cs_str(p + 1, e, &esc);
+        if (!q) return NULL;
+        s->p = p + 1;
+        s->n = q - (p + 1);
+        s->kind = CS_STR;
+        s->has_esc = esc;
+        return q + 1;
+    }
+    if (cs_is_null(p, e)) {
+        s->kind = CS_NULL;
+        return p + 4;
+    }
+    return NULL;
+}
+
+/* integer fitting int64, no fraction/exponent. Conservative: at most 18
+ * digits. */
+static inline const unsigned char *cs_int64(const unsigned char *p, const unsigned char *e, int64_t *out)
+{
+    int neg = 0;
+    int64_t v = 0;
+    const unsigned char *s;
+    if (*p == '-') { neg = 1; p++; }
+    if (p >= e) return NULL;
+    if (*p == '0') {
+        p++;
+    } else if ((unsigned)(*p - '1') < 9u) {
+        s = p;
+        while (p < e && (unsigned)(*p - '0') < 10u) {
+            if (p - s >= 18) return NULL;          /* 19+ digits: conservative */
+            v = v * 10 + (int64_t)(*p - '0');
+            p++;
+        }
+    } else {
+        return NULL;
+    }
+    if (p < e && (*p == '.' || *p == 'e' || *p == 'E')) return NULL;
+    *out = neg ? -v : v;
+    return p;
+}
+
+static inline void cs_span_clear(cs_span *s)
+{
+    s->p = NULL; s->n = 0; s->kind = CS_ABSENT; s->has_esc = 0;
+}
+
+/* After a member value: whitespace, then ',' (returns 1, p past ws after
+ * ','), '}' (returns 0, p past '}'), anything else -> -1. */
+static inline int cs_next_member(const unsigned char **pp, const unsigned char *e, unsigned char close)
+{
+    const unsigned char *p = cs_ws(*pp, e);
+    if (p >= e) return -1;
+    if (*p == ',') { *pp = cs_ws(p + 1, e); return 1; }
+    if (*p == close) { *pp = p + 1; return 0; }
+    return -1;
+}
+
+/* Read an object key at p (must be '"'); key must be escape-free.
+ * On success (*k, *kn) = key bytes and returns pointer past ws and ':' and ws
+ * (at the value, guaranteed p < e). */
+static inline const unsigned char *cs_key(const unsigned char *p, const unsigned char *e,
+                                          const unsigned char **k, ptrdiff_t *kn)
+{
+    int esc = 0;
+    const unsigned char *q;
+    if (p >= e || *p != '"') return NULL;
+    q = cs_str(p + 1, e, &esc);
+    if (!q || esc) return NULL;
+    *k = p + 1;
+    *kn = q - (p + 1);
+    p = cs_ws(q + 1, e);
+    if (p >= e || *p != ':') return NULL;
+    p = cs_ws(p + 1, e);
+    if (p >= e) return NULL;
+    return p;
+}
+
+#define CS_KEYEQ(k, kn, lit) ((kn) == (ptrdiff_t)(sizeof(lit) - 1) && memcmp((k), (lit), sizeof(lit) - 1) == 0)
+
+/* ------------------------------------------------------------------------ */
+/* structured readers                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* function object (depth 7); p at '{' */
+static inline const unsigned char *cs_function(const unsigned char *p, const unsigned char *e, cs_frag *f)
+{
+    const unsigned char *k;
+    ptrdiff_t kn;
+    int r;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return p + 1;
+    for (;;) {
+        p = cs_key(p, e, &k, &kn);
+        if (!p) return NULL;
+        if (CS_KEYEQ(k, kn, "arguments")) p = cs_strnull(p, e, &f->args);
+        else if (CS_KEYEQ(k, kn, "name")) p = cs_strnull(p, e, &f->name);
+        else p = cs_skipv(p, e, 7);
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* tool call object (depth 6); p at '{' */
+static inline const unsigned char *cs_call(const unsigned char *p, const unsigned char *e, cs_frag *f)
+{
+    const unsigned char *k;
+    ptrdiff_t kn;
+    int r;
+    unsigned seen = 0;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return p + 1;
+    for (;;) {
+        p = cs_key(p, e, &k, &kn);
+        if (!p) return NULL;
+        if (CS_KEYEQ(k, kn, "index")) {
+            if (seen & 1u) return NULL;
+            seen |= 1u;
+            if (*p == 'n') {
+                if (!cs_is_null(p, e)) return NULL;
+                p += 4;
+            } else {
+                p = cs_int64(p, e, &f->index);
+                f->has_index = 1;
+            }
+        } else if (CS_KEYEQ(k, kn, "function")) {
+            if (seen & 2u) return NULL;
+            seen |= 2u;
+            if (*p == '{') p = cs_function(p, e, f);
+            else if (cs_is_null(p, e)) p += 4;
+            else return NULL;
+        } else if (CS_KEYEQ(k, kn, "id")) {
+            p = cs_strnull(p, e, &f->id);
+        } else {
+            p = cs_skipv(p, e, 6);
+        }
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* tool_calls array (depth 5); p at '[' */
+static inline const unsigned char *cs_tool_calls(const unsigned char *p, const unsigned char *e,
+                                                 cs_chunk *out, cs_choice *ch)
+{
+    int r;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == ']') return p + 1;
+    for (;;) {
+        cs_frag *f;
+        if (p >= e || *p != '{') return NULL;
+        if (out->n_frags >= CS_MAX_FRAGS) return NULL;
+        f = &out->frags[out->n_frags++];
+        ch->n_frags++;
+        f->has_index = 0;
+        f->index = 0;
+        cs_span_clear(&f->id);
+        cs_span_clear(&f->name);
+        cs_span_clear(&f->args);
+        p = cs_call(p, e, f);
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, ']');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* delta object (depth 4); p at '{' */
+static inline const unsigned char *cs_delta(const unsigned char *p, const unsigned char *e,
+                                            cs_chunk *out, cs_choice *ch)
+{
+    const unsigned char *k;
+    ptrdiff_t kn;
+    int r;
+    int seen_tc = 0;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return p + 1;
+    for (;;) {
+        p = cs_key(p, e, &k, &kn);
+        if (!p) return NULL;
+        switch (kn) {
+        case 7:
+            if (memcmp(k, "content", 7) == 0) { p = cs_strnull(p, e, &ch->content); break; }
+            if (memcmp(k, "refusal", 7) == 0) { p = cs_strnull(p, e, &ch->refusal); break; }
+            p = cs_skipv(p, e, 4);
+            break;
+        case 9:
+            if (memcmp(k, "reasoning", 9) == 0) { p = cs_strnull(p, e, &ch->reasoning); break; }
+            p = cs_skipv(p, e, 4);
+            break;
+        case 10:
+            if (memcmp(k, "tool_calls", 10) == 0) {
+                if (seen_tc) return NULL;
+                seen_tc = 1;
+                if (*p == '[') p = cs_tool_calls(p, e, out, ch);
+                else if (cs_is_null(p, e)) p += 4;
+                else return NULL;
+                break;
+            }
+            p = cs_skipv(p, e, 4);
+            break;
+        case 13:
+            if (memcmp(k, "function_call", 13) == 0) return NULL;
+            p = cs_skipv(p, e, 4);
+            break;
+        case 17:
+            if (memcmp(k, "reasoning_content", 17) == 0) { p = cs_strnull(p, e, &ch->reasoning_content); break; }
+            p = cs_skipv(p, e, 4);
+            break;
+        default:
+            p = cs_skipv(p, e, 4);
+            break;
+        }
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* choice object (depth 3); p at '{' */
+static inline const unsigned char *cs_choice_obj(const unsigned char *p, const unsigned char *e,
+                                                 cs_chunk *out, cs_choice *ch)
+{
+    const unsigned char *k;
+    ptrdiff_t kn;
+    int r;
+    unsigned seen = 0;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return NULL;   /* no "index" */
+    for (;;) {
+        p = cs_key(p, e, &k, &kn);
+        if (!p) return NULL;
+        if (kn == 5 && memcmp(k, "index", 5) == 0) {
+            if (seen & 1u) return NULL;
+            seen |= 1u;
+            p = cs_int64(p, e, &ch->index);   /* null -> fails */
+        } else if (kn == 5 && memcmp(k, "delta", 5) == 0) {
+            if (seen & 2u) return NULL;
+            seen |= 2u;
+            if (*p == '{') p = cs_delta(p, e, out, ch);
+            else if (cs_is_null(p, e)) p += 4;
+            else return NULL;
+        } else if (kn == 13 && memcmp(k, "finish_reason", 13) == 0) {
+            p = cs_strnull(p, e, &ch->finish_reason);
+        } else if (kn == 7 && memcmp(k, "message", 7) == 0) {
+            return NULL;
+        } else {
+            p = cs_skipv(p, e, 3);
+        }
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) break;
+    }
+    if (!(seen & 1u)) return NULL;
+    return p;
+}
+
+/* choices array (depth 2); p at '[' */
+static inline const unsigned char *cs_choices(const unsigned char *p, const unsigned char *e, cs_chunk *out)
+{
+    int r;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == ']') return p + 1;
+    for (;;) {
+        cs_choice *ch;
+        if (p >= e || *p != '{') return NULL;
+        if (out->n_choices >= CS_MAX_CHOICES) return NULL;
+        ch = &out->choices[out->n_choices++];
+        ch->index = 0;
+        cs_span_clear(&ch->content);
+        cs_span_clear(&ch->reasoning_content);
+        cs_span_clear(&ch->reasoning);
+        cs_span_clear(&ch->refusal);
+        cs_span_clear(&ch->finish_reason);
+        ch->first_frag = out->n_frags;
+        ch->n_frags = 0;
+        p = cs_choice_obj(p, e, out, ch);
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, ']');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* public API                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* 1 = understood (out filled), 0 = hand to the general path. */
+static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chunk *out)
+{
+    const unsigned char *e = p + n;
+    const unsigned char *k;
+    ptrdiff_t kn;
+    int r;
+    unsigned seen = 0;
+
+    out->n_choices = 0;
+    out->n_frags = 0;
+    if (!p || n <= 0) return 0;
+    p = cs_ws(p, e);
+    if (p >= e || *p != '{') return 0;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') {
+        p++;
+    } else {
+        for (;;) {
+            p = cs_key(p, e, &k, &kn);
+            if (!p) return 0;
+            if (kn == 7 && memcmp(k, "choices", 7) == 0) {
+                if (seen & 1u) return 0;
+                seen |= 1u;
+                if (*p == '[') p = cs_choices(p, e, out);
+                else if (cs_is_null(p, e)) p += 4;
+                else return 0;
+            } else if (kn == 5 && memcmp(k, "usage", 5) == 0) {
+                if (seen & 2u) return 0;
+                seen |= 2u;
+                if (!cs_is_null(p, e)) return 0;
+                p += 4;
+            } else if (kn == 5 && memcmp(k, "error", 5) == 0) {
+                if (seen & 4u) return 0;
+                seen |= 4u;
+                if (!cs_is_null(p, e)) return 0;
+                p += 4;
+            } else {
+                p = cs_skipv(p, e, 1);
+            }
+            if (!p) return 0;
+            r = cs_next_member(&p, e, '}');
+            if (r < 0) return 0;
+            if (r == 0) break;
+        }
+    }
+    p = cs_ws(p, e);
+    if (p != e) return 0;
+    return 1;
+}
+
+/* Decode a CS_STR span's JSON escapes to UTF-8 into dst (needs n bytes of
+ * room; output never longer than input). Returns bytes written. Only for
+ * spans accepted by cs_scan_chat_chunk (escapes assumed valid). */
+static inline ptrdiff_t cs_unescape(const unsigned char *p, ptrdiff_t n, unsigned char *dst)
+{
+    const unsigned char *e = p + n;
+    unsigned char *d = dst;
+    while (p < e) {
+        const unsigned char *bs = (const unsigned char *)memchr(p, '\\', (size_t)(e - p));
+        uint32_t u;
+        if (!bs) {
+            memcpy(d, p, (size_t)(e - p));
+            d += e - p;
+            break;
+        }
+        if (bs != p) {
+            memcpy(d, p, (size_t)(bs - p));
+            d += bs - p;
+        }
+        p = bs;
+        if (e - p < 2) break;   /* cannot happen for validated spans */
+        switch (p[1]) {
+        case '"':  *d++ = '"';  p += 2; continue;
+        case '\\': *d++ = '\\'; p += 2; continue;
+        case '/':  *d++ = '/';  p += 2; continue;
+        case 'b':  *d++ = '\b'; p += 2; continue;
+        case 'f':  *d++ = '\f'; p += 2; continue;
+        case 'n':  *d++ = '\n'; p += 2; continue;
+        case 'r':  *d++ = '\r'; p += 2; continue;
+        case 't':  *d++ = '\t'; p += 2; continue;
+        case 'u':  break;
+        default:   p += 2; continue;   /* cannot happen for validated spans */
+        }
+        if (e - p < 6) break;
+        u = (uint32_t)cs_hex4(p + 2);
+        p += 6;
+        if (u >= 0xD800 && u < 0xDC00 && e - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+            uint32_t l = (uint32_t)cs_hex4(p + 2);
+            if (l >= 0xDC00 && l <= 0xDFFF) {
+                u = 0x10000u + ((u - 0xD800u) << 10) + (l - 0xDC00u);
+                p += 6;
+            }
+        }
+        if (u < 0x80) {
+            *d++ = (unsigned char)u;
+        } else if (u < 0x800) {
+            *d++ = (unsigned char)(0xC0 | (u >> 6));
+            *d++ = (unsigned char)(0x80 | (u & 0x3F));
+        } else if (u < 0x10000) {
+            *d++ = (unsigned char)(0xE0 | (u >> 12));
+            *d++ = (unsigned char)(0x80 | ((u >> 6) & 0x3F));
+            *d++ = (unsigned char)(0x80 | (u & 0x3F));
+        } else {
+            *d++ = (unsigned char)(0xF0 | (u >> 18));
+            *d++ = (unsigned char)(0x80 | ((u >> 12) & 0x3F));
+            *d++ = (unsigned char)(0x80 | ((u >> 6) & 0x3F));
+            *d++ = (unsigned char)(0x80 | (u & 0x3F));
+        }
+    }
+    return d - dst;
+}
+
+/* 1 if p[0..n) is valid UTF-8 (RFC 3629), else 0. */
+static inline int cs_utf8_valid(const unsigned char *p, ptrdiff_t n)
+{
+    const unsigned char *e = p + n;
+    while (p < e) {
+        if (e - p >= 8 && (cs_load8(p) & CS_HIGHS) == 0) { p += 8; continue; }
+        if (*p < 0x80) { p++; continue; }
+        p = cs_u8seq(p, e);
+        if (!p) return 0;
+    }
+    return 1;
+}
+
+#endif /* CALLSTITCH_CHUNKSCAN_H */

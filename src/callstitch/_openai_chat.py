@@ -1,0 +1,126 @@
+"""The general path for OpenAI-style chat-completion chunks: one parsed chunk in, fragments out.
+
+The compiled twin handles the common shape of these chunks without parsing them into Python
+objects; every chunk it does not fully understand comes here, as does every chunk the pure-Python
+twin sees. Each field is read only when it has the type the API gives it; any other type is
+reported as an "unexpected shape" and that item skipped, so nothing else is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
+_TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING),
+                ("reasoning", TEXT_REASONING), ("refusal", TEXT_REFUSAL))
+
+
+def handle_chunk(acc: Any, state: Any, chunk: Any, offset: int | None) -> None:
+    """Apply one parsed chat-completion chunk to the accumulator."""
+    if type(chunk) is not dict:
+        state.error("unexpected shape", f"a chunk must be a JSON object, got {type(chunk).__name__}", offset, chunk)
+        return
+    error = chunk.get("error")
+    if error is not None:
+        state.error("in-band error", _error_text(error), offset, chunk)
+        return
+    choices = chunk.get("choices")
+    if choices:
+        if type(choices) is not list:
+            state.error("unexpected shape", "'choices' is not a list", offset, chunk)
+        else:
+            for choice in choices:
+                _handle_choice(acc, state, choice, offset)
+    elif choices is not None and type(choices) is not list:
+        state.error("unexpected shape", "'choices' is not a list", offset, chunk)
+    usage = chunk.get("usage")
+    if usage is not None:
+        state.usage = usage
+
+
+def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> None:
+    if type(choice) is not dict:
+        state.error("unexpected shape", "a choice is not an object", offset, choice)
+        return
+    number = choice.get("index", 0)
+    if type(number) is not int:
+        state.error("unexpected shape", f"choice index {number!r} is not an integer", offset, choice)
+        return
+    delta = choice.get("delta")
+    if delta is not None:
+        if type(delta) is dict:
+            _handle_delta(acc, state, number, delta, offset)
+        else:
+            state.error("unexpected shape", "'delta' is not an object", offset, choice)
+    # A whole (non-streamed) response has "message" where a chunk has "delta": same fields.
+    message = choice.get("message")
+    if message is not None:
+        if type(message) is dict:
+            _handle_delta(acc, state, number, message, offset)
+        else:
+            state.error("unexpected shape", "'message' is not an object", offset, choice)
+    reason = choice.get("finish_reason")
+    if reason is not None:
+        if type(reason) is str:
+            state.finish(number, reason)
+        else:
+            state.error("unexpected shape", "'finish_reason' is not a string", offset, choice)
+
+
+def _handle_delta(acc: Any, state: Any, number: int, delta: dict, offset: int | None) -> None:
+    calls = delta.get("tool_calls")
+    if calls is None or len(delta) > 1:  # most deltas hold tool_calls alone: skip the text lookups
+        for field, which in _TEXT_FIELDS:
+            text = delta.get(field)
+            if text is not None:
+                if type(text) is str:
+                    acc._text(number, which, text)
+                else:
+                    state.error("unexpected shape", f"'{field}' is not a string", offset, delta)
+        legacy = delta.get("function_call")
+        if legacy is not None:
+            # The deprecated single-function form: one call per choice, no id, no index.
+            _handle_function(acc, state, number, None, None, legacy, offset)
+    if calls is None:
+        return
+    if type(calls) is not list:
+        state.error("unexpected shape", "'tool_calls' is not a list", offset, delta)
+        return
+    for call in calls:
+        if type(call) is not dict:
+            state.error("unexpected shape", "a tool call is not an object", offset, call)
+            continue
+        index = call.get("index")
+        if index is not None and type(index) is not int:
+            state.error("unexpected shape", f"tool call index {index!r} is not an integer", offset, call)
+            continue
+        call_id = call.get("id")
+        if call_id is not None and type(call_id) is not str and type(call_id) is not int:
+            state.error("unexpected shape", f"tool call id {call_id!r} is not a string", offset, call)
+            call_id = None
+        function = call.get("function")
+        if function is None:
+            acc._fragment(number, index, call_id, None, None)
+        else:
+            _handle_function(acc, state, number, index, call_id, function, offset)
+
+
+def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any, function: Any,
+                     offset: int | None) -> None:
+    if type(function) is not dict:
+        state.error("unexpected shape", "'function' is not an object", offset, function)
+        return
+    name = function.get("name")
+    if name is not None and type(name) is not str:
+        state.error("unexpected shape", f"function name {name!r} is not a string", offset, function)
+        name = None
+    acc._fragment(number, index, call_id, name, function.get("arguments"))
+
+
+def _error_text(error: Any) -> str:
+    if type(error) is dict:
+        message = error.get("message")
+        kind = error.get("type") or error.get("code")
+        if message is not None:
+            return f"{kind}: {message}" if kind else str(message)
+    return str(error)

@@ -1,0 +1,195 @@
+"""The values a reassembly produces: ToolCall, Result, and the errors they carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ArgumentsError", "StreamError", "ToolCall", "Result", "Choice"]
+
+_EXCERPT = 60
+
+
+def excerpt(text: str | bytes, offset: int = 0) -> str:
+    """Return a short printable excerpt of text around offset."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    start = max(0, offset - _EXCERPT // 2)
+    piece = text[start:start + _EXCERPT]
+    return ("…" if start else "") + piece + ("…" if start + _EXCERPT < len(text) else "")
+
+
+class ArgumentsError(ValueError):
+    """A call's arguments did not parse into a JSON object.
+
+    ``kind`` is one of "truncated", "malformed", "trailing data", "not an object";
+    ``offset`` is the byte offset in the call's argument bytes where the problem is.
+    """
+
+    def __init__(self, kind: str, detail: str, *, call_id: str | None, name: str | None,
+                 offset: int, raw: str) -> None:
+        self.kind = kind
+        self.detail = detail
+        self.call_id = call_id
+        self.name = name
+        self.offset = offset
+        self.excerpt = excerpt(raw, offset)
+        super().__init__(
+            f"tool call {call_id!r} ({name!r}): arguments {kind} at byte {offset}: {detail} near {self.excerpt!r}")
+
+    def __reduce__(self):  # keep exceptions picklable for process pools
+        return (_rebuild_arguments_error, (self.kind, self.detail, self.call_id, self.name, self.offset, self.excerpt))
+
+
+def _rebuild_arguments_error(kind, detail, call_id, name, offset, raw):
+    return ArgumentsError(kind, detail, call_id=call_id, name=name, offset=offset, raw=raw)
+
+
+class StreamError(ValueError):
+    """A problem met in the stream itself: a malformed chunk, an in-band error event, an unexpected shape.
+
+    ``kind`` is "malformed chunk", "in-band error", "unexpected shape" (and, later, "limit");
+    ``offset`` is the byte offset of the event in the stream (None for chunks fed as objects).
+    """
+
+    def __init__(self, kind: str, detail: str, *, offset: int | None = None, data: Any = None) -> None:
+        self.kind = kind
+        self.detail = detail
+        self.offset = offset
+        self.data = data
+        where = f" at byte {offset}" if offset is not None else ""
+        super().__init__(f"{kind}{where}: {detail}")
+
+    def __reduce__(self):
+        return (_rebuild_stream_error, (self.kind, self.detail, self.offset, self.data))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, StreamError) and (self.kind, self.detail, self.offset, self.data)
+                == (other.kind, other.detail, other.offset, other.data))
+
+    __hash__ = ValueError.__hash__
+
+
+def _rebuild_stream_error(kind, detail, offset, data):
+    return StreamError(kind, detail, offset=offset, data=data)
+
+
+class ToolCall:
+    """One finished tool call."""
+
+    __slots__ = ("id", "name", "choice", "index", "arguments", "raw_arguments", "error", "quirks")
+
+    def __init__(self, id: str | None, name: str | None, choice: int, index: int, arguments: Any,
+                 raw_arguments: str, error: ArgumentsError | None = None, quirks: tuple[str, ...] = ()) -> None:
+        self.id = id
+        self.name = name
+        self.choice = choice
+        self.index = index
+        self.arguments = arguments
+        self.raw_arguments = raw_arguments
+        self.error = error
+        self.quirks = quirks
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the call as a plain dict (the CLI's record shape)."""
+        d = {"choice": self.choice, "index": self.index, "id": self.id, "name": self.name,
+             "arguments": self.arguments, "error": None if self.error is None else str(self.error),
+             "quirks": list(self.quirks)}
+        if self.arguments is None:
+            d["raw_arguments"] = self.raw_arguments
+        return d
+
+    def _key(self) -> tuple:
+        err = None if self.error is None else (self.error.kind, self.error.offset)
+        return (self.id, self.name, self.choice, self.index, self.arguments, self.raw_arguments, err, self.quirks)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolCall) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        args = self.raw_arguments if len(self.raw_arguments) <= 60 else self.raw_arguments[:57] + "..."
+        err = f", error={self.error.kind!r}" if self.error is not None else ""
+        return f"ToolCall(id={self.id!r}, name={self.name!r}, choice={self.choice}, index={self.index}, arguments={args!r}{err})"
+
+
+class Choice:
+    """Everything one choice of the response said: text, reasoning, refusal, finish reason, calls."""
+
+    __slots__ = ("index", "text", "reasoning", "refusal", "finish_reason", "tool_calls")
+
+    def __init__(self, index: int, text: str | None, reasoning: str | None, refusal: str | None,
+                 finish_reason: str | None, tool_calls: list[ToolCall]) -> None:
+        self.index = index
+        self.text = text
+        self.reasoning = reasoning
+        self.refusal = refusal
+        self.finish_reason = finish_reason
+        self.tool_calls = tool_calls
+
+    def _key(self) -> tuple:
+        return (self.index, self.text, self.reasoning, self.refusal, self.finish_reason, self.tool_calls)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Choice) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Choice(index={self.index}, finish_reason={self.finish_reason!r}, "
+                f"tool_calls={len(self.tool_calls)}, text={(self.text or '')[:30]!r})")
+
+
+class Result:
+    """What a stream amounted to: its tool calls, its errors, whether it ended, and the message around them.
+
+    ``text``, ``reasoning``, ``refusal`` and ``finish_reason`` are those of the first choice;
+    ``choices`` holds them for every choice (n > 1).
+    """
+
+    __slots__ = ("tool_calls", "errors", "complete", "format", "choices", "usage")
+
+    def __init__(self, tool_calls: list[ToolCall], errors: list[StreamError], complete: bool, format: str,
+                 choices: list[Choice], usage: Any = None) -> None:
+        self.tool_calls = tool_calls
+        self.errors = errors
+        self.complete = complete
+        self.format = format
+        self.choices = choices
+        self.usage = usage
+
+    def _first(self, attr: str) -> Any:
+        return getattr(self.choices[0], attr) if self.choices else None
+
+    @property
+    def text(self) -> str | None:
+        """Return the first choice's text content, or None when it sent none."""
+        return self._first("text")
+
+    @property
+    def reasoning(self) -> str | None:
+        """Return the first choice's reasoning (thinking) text, or None."""
+        return self._first("reasoning")
+
+    @property
+    def refusal(self) -> str | None:
+        """Return the first choice's refusal text, or None."""
+        return self._first("refusal")
+
+    @property
+    def finish_reason(self) -> str | None:
+        """Return the first choice's finish (stop) reason as sent, or None."""
+        return self._first("finish_reason")
+
+    def _key(self) -> tuple:
+        return (self.tool_calls, [(e.kind, e.offset) for e in self.errors], self.complete, self.format,
+                self.choices, self.usage)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Result) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Result(format={self.format!r}, complete={self.complete}, tool_calls={self.tool_calls!r}, "
+                f"errors={[str(e) for e in self.errors]!r})")

@@ -1,0 +1,43 @@
+"""UTF-8 encoding of decoded JSON strings that may hold lone UTF-16 surrogates.
+
+A server that cuts its output by UTF-16 units and escapes non-ASCII can end one fragment with
+``\\ud83d`` and start the next with ``\\ude00``. Each piece alone holds a lone surrogate, which
+UTF-8 cannot carry; joined they are one character. These helpers do the joining. They run only
+off the hot path: when a fragment does not encode as plain UTF-8, or a surrogate is pending.
+"""
+
+from __future__ import annotations
+
+import re
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogate(unit: int) -> str:
+    """Return the JSON escape text for one UTF-16 unit that has no partner."""
+    return "\\u%04x" % unit
+
+
+def encode_fragment(text: str, pending: int) -> tuple[bytes, int, bool]:
+    """Encode text as UTF-8 after a pending high surrogate; return (bytes, new pending, joined a pair).
+
+    A high surrogate at the very end is held back as the new pending unit; any other lone
+    surrogate is kept as its escape text, so nothing received is lost.
+    """
+    head = ""
+    joined = False
+    if pending:
+        if text and 0xDC00 <= ord(text[0]) <= 0xDFFF:
+            head = chr(0x10000 + ((pending - 0xD800) << 10) + (ord(text[0]) - 0xDC00))
+            text = text[1:]
+            joined = True
+        else:
+            head = escape_surrogate(pending)
+    new_pending = 0
+    if text and 0xD800 <= ord(text[-1]) <= 0xDBFF:
+        new_pending = ord(text[-1])
+        text = text[:-1]
+    # Adjacent high+low units inside one piece are a character; join them before escaping the rest.
+    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    text = _LONE_SURROGATE.sub(lambda m: escape_surrogate(ord(m.group())), text)
+    return (head + text).encode("utf-8"), new_pending, joined
