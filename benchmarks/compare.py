@@ -220,14 +220,14 @@ def memory(impls: list[str], gigabytes: float) -> None:
     """Run each memory pass in a child process and print peak RSS against the largest call."""
     print(machine())
     print(versions())
-    print(f"{'twin':<5} {'pass':<22} {'stream':>9} {'MB/s':>7} {'largest call':>13} {'RSS before':>11} "
-          f"{'peak RSS':>9} {'growth':>8} {'growth/call':>12}")
+    print(f"{'twin':<5} {'pass':<22} {'stream':>8} {'MB/s':>6} {'largest call':>13} {'RSS before':>11} "
+          f"{'peak RSS':>9} {'growth':>9} {'growth/call':>12}")
     for impl in impls:
         why = contenders.unavailable(f"callstitch-{impl}")
         if why:
             print(f"{impl:<5} missing: {why}")
             continue
-        for kind, label in (("gateway", "per-response, ~1 GB"), ("long", "one 20 MB call")):
+        for kind, label in (("gateway", f"per response, {gigabytes:g} GB"), ("long", "one 20 MB call")):
             out = subprocess.run([sys.executable, __file__, "--memory-pass", kind, "--impl", impl,
                                   "--gigabytes", str(gigabytes)], capture_output=True, text=True)
             if out.returncode:
@@ -237,10 +237,10 @@ def memory(impls: list[str], gigabytes: float) -> None:
             if "error" in r:
                 print(f"{impl:<5} {label:<22} WRONG: {r['error']}")
                 continue
-            growth = r["peak"] - r["base"]
-            print(f"{impl:<5} {label:<22} {r['fed'] / 1e9:>7.2f}GB {r['fed'] / r['seconds'] / MB:>7.0f} "
-                  f"{r['largest'] / MB:>11.2f}MB {r['base'] / MB:>9.0f}MB {r['peak'] / MB:>7.0f}MB "
-                  f"{growth / MB:>6.0f}MB {growth / r['largest']:>11.1f}×")
+            growth = max(0, r["peak"] - r["base"])
+            print(f"{impl:<5} {label:<22} {r['fed'] / 1e9:>6.2f}GB {r['fed'] / r['seconds'] / MB:>6.0f} "
+                  f"{r['largest'] / 1e3:>11,.1f}KB {r['base'] / MB:>9.0f}MB {r['peak'] / MB:>7.0f}MB "
+                  f"{growth / MB:>7.1f}MB {growth / r['largest']:>11.1f}×")
 
 
 # ---------------------------------------------------------------- main

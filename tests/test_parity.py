@@ -1,0 +1,82 @@
+"""The twins expose the same API, and CALLSTITCH_NO_EXTENSIONS really switches between them."""
+
+import inspect
+import os
+import subprocess
+import sys
+
+import callstitch
+from callstitch import _accumulator_c, _accumulator_py
+
+PUBLIC = ["feed", "feed_chunk", "add", "finalize"]
+INTERNAL = ["_fragment", "_text"]  # what the shared adapters call on either twin
+
+
+def public_names(cls):
+    return sorted(n for n in dir(cls) if not n.startswith("_"))
+
+
+def test_same_public_names():
+    assert public_names(_accumulator_c.Accumulator) == public_names(_accumulator_py.Accumulator) == sorted(PUBLIC)
+
+
+def test_same_signatures():
+    for name in PUBLIC + INTERNAL:  # __init__ of an extension type has no introspectable signature
+        c = inspect.signature(getattr(_accumulator_c.Accumulator, name))
+        py = inspect.signature(getattr(_accumulator_py.Accumulator, name))
+        assert [(p.name, p.kind, p.default) for p in c.parameters.values()] == \
+               [(p.name, p.kind, p.default) for p in py.parameters.values()], name
+
+
+def test_same_docstring_summaries():
+    for name in PUBLIC:
+        c = getattr(_accumulator_c.Accumulator, name).__doc__.splitlines()[0]
+        py = getattr(_accumulator_py.Accumulator, name).__doc__.splitlines()[0]
+        assert c == py, name
+
+
+def test_compiled_twin_is_compiled():
+    assert _accumulator_c.__file__.endswith((".so", ".pyd")), _accumulator_c.__file__
+
+
+def test_stub_lists_the_compiled_names():
+    stub = os.path.join(os.path.dirname(callstitch.__file__), "_accumulator_c.pyi")
+    text = open(stub, encoding="utf-8").read()
+    for name in PUBLIC:
+        assert f"def {name}(" in text, name
+
+
+def _implementation_in_subprocess(value):
+    env = dict(os.environ)
+    env.pop("CALLSTITCH_NO_EXTENSIONS", None)
+    if value is not None:
+        env["CALLSTITCH_NO_EXTENSIONS"] = value
+    code = "import callstitch; print(callstitch.IMPLEMENTATION, callstitch.Accumulator.__module__)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_environment_variable_switches_implementation():
+    assert _implementation_in_subprocess(None) == ["c", "callstitch._accumulator_c"]
+    assert _implementation_in_subprocess("0") == ["c", "callstitch._accumulator_c"]
+    assert _implementation_in_subprocess("1") == ["python", "callstitch._accumulator_py"]
+
+
+def test_public_api():
+    for name in ["reassemble", "Accumulator", "Result", "ToolCall", "ArgumentsError", "StreamError",
+                 "IMPLEMENTATION", "__version__"]:
+        assert hasattr(callstitch, name), name
+    assert set(callstitch.__all__) <= set(dir(callstitch))
+
+
+def test_same_constructor(both):
+    for impl in both:
+        assert impl.Accumulator().finalize().format == "openai-chat"
+        assert impl.Accumulator(format="openai-chat").finalize().format == "openai-chat"
+        assert impl.Accumulator("openai-chat").finalize().format == "openai-chat"
+        try:
+            impl.Accumulator(format="nope")
+        except ValueError as exc:
+            assert "openai-chat" in str(exc)
+        else:
+            raise AssertionError("an unknown format must raise ValueError")
