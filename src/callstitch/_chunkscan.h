@@ -182,7 +182,7 @@ static inline const unsigned char *cs_esc(const unsigned char *p, const unsigned
 /* Scan string contents. p points just after the opening quote. Returns a
  * pointer to the closing quote, or NULL if invalid/unterminated.
  * Sets *esc = 1 if a backslash escape was seen. */
-static inline const unsigned char *cs_str_scan(const unsigned char *p, const unsigned char *e, int *esc)
+static inline const unsigned char *cs_str(const unsigned char *p, const unsigned char *e, int *esc)
 {
     unsigned c;
     for (;;) {
@@ -224,199 +224,6 @@ static inline const unsigned char *cs_str_scan(const unsigned char *p, const uns
         if (c < 0x20) return NULL;
         p = cs_u8seq(p, e);
         if (!p) return NULL;
-    }
-}
-
-/* ------------------------------------------------------------------------ */
-/* stage 1: quote index                                                      */
-/* ------------------------------------------------------------------------ */
-static inline int cs_utf8_valid(const unsigned char *p, ptrdiff_t n);
-/*
- * For documents up to CS_FAST_MAX bytes, one block-wise pass (64 bytes at a
- * time) validates every string's contents globally (no raw control byte
- * inside a string, every escape valid incl. surrogate pairing, UTF-8 of the
- * whole document when it has any non-ASCII byte) and records the positions
- * of all unescaped quotes.  The parser then finds each string's end from
- * that list instead of scanning for it, which removes the long
- * load->compare->ctz dependency chain per string.  Consistency: the parser
- * checks that every string it opens starts at the next recorded quote, and
- * every byte outside strings is examined by the parser itself, so if the
- * parser accepts, its string regions are exactly the recorded quote pairs.
- * Larger documents (or ones with very many quotes) use direct scanning.
- */
-#ifndef CS_FAST_MAX
-#define CS_FAST_MAX 4096
-#endif
-#define CS_QCAP 512
-
-typedef struct {
-    const unsigned char *base;
-    int fast;          /* quote index in use */
-    int any_bs;        /* document contains a backslash */
-    uint32_t k, nq;    /* next quote / number of quotes */
-    uint16_t q[CS_QCAP + 64];
-    uint64_t bs[(CS_FAST_MAX + 63) / 64 + 1];
-} cs_ctx;
-
-static inline uint64_t cs_prefix_xor(uint64_t x)
-{
-    x ^= x << 1; x ^= x << 2; x ^= x << 4;
-    x ^= x << 8; x ^= x << 16; x ^= x << 32;
-    return x;
-}
-
-static inline unsigned cs_ctz64(uint64_t x)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return (unsigned)__builtin_ctzll(x);
-#else
-    unsigned n = 0;
-    while (!(x & 1u)) { x >>= 1; n++; }
-    return n;
-#endif
-}
-
-/* masks for one 64-byte block: quotes, backslashes, bytes < 0x20, bytes >= 0x80 */
-static inline void cs_block_masks(const unsigned char *p, uint64_t *qm, uint64_t *bm,
-                                  uint64_t *cm, uint64_t *hm)
-{
-#ifdef CS_SSE2
-    const __m128i vq = _mm_set1_epi8('"');
-    const __m128i vb = _mm_set1_epi8('\\');
-    const __m128i vc = _mm_set1_epi8(0x20);
-    __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)(p));
-    __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-    __m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
-    __m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
-#define CS_MM4(op, c) \
-    ((uint64_t)(unsigned)_mm_movemask_epi8(op(v0, c)) | \
-     ((uint64_t)(unsigned)_mm_movemask_epi8(op(v1, c)) << 16) | \
-     ((uint64_t)(unsigned)_mm_movemask_epi8(op(v2, c)) << 32) | \
-     ((uint64_t)(unsigned)_mm_movemask_epi8(op(v3, c)) << 48))
-    uint64_t q = CS_MM4(_mm_cmpeq_epi8, vq);
-    uint64_t b = CS_MM4(_mm_cmpeq_epi8, vb);
-    uint64_t c = CS_MM4(_mm_cmplt_epi8, vc);
-    uint64_t h = (uint64_t)(unsigned)_mm_movemask_epi8(v0) |
-                 ((uint64_t)(unsigned)_mm_movemask_epi8(v1) << 16) |
-                 ((uint64_t)(unsigned)_mm_movemask_epi8(v2) << 32) |
-                 ((uint64_t)(unsigned)_mm_movemask_epi8(v3) << 48);
-#undef CS_MM4
-    *qm = q; *bm = b; *cm = c & ~h; *hm = h;
-#else
-    uint64_t q = 0, b = 0, c = 0, h = 0;
-    int i;
-    for (i = 0; i < 64; i++) {
-        unsigned x = p[i];
-        q |= (uint64_t)(x == '"') << i;
-        b |= (uint64_t)(x == '\\') << i;
-        c |= (uint64_t)(x < 0x20) << i;
-        h |= (uint64_t)(x >= 0x80) << i;
-    }
-    *qm = q; *bm = b; *cm = c; *hm = h;
-#endif
-}
-
-/* Returns 1 = index built (cx->fast=1), 0 = document invalid,
- * 2 = use direct scanning (cx->fast=0). */
-static inline int cs_index(cs_ctx *cx, const unsigned char *p, ptrdiff_t n)
-{
-    const unsigned char *e = p + n;
-    uint64_t prev_in = 0, esc_carry = 0, bad = 0, any_h = 0, any_b = 0;
-    ptrdiff_t skip_until = 0, off;
-    uint32_t nq = 0;
-    unsigned char tail[64];
-    cx->base = p;
-    cx->k = 0;
-    cx->fast = 0;
-    if (n > CS_FAST_MAX) return 2;
-    for (off = 0; off < n; off += 64) {
-        uint64_t qm, bm, cm, hm, escaped, inside;
-        if (n - off >= 64) {
-            cs_block_masks(p + off, &qm, &bm, &cm, &hm);
-        } else {
-            memset(tail, ' ', 64);
-            memcpy(tail, p + off, (size_t)(n - off));
-            cs_block_masks(tail, &qm, &bm, &cm, &hm);
-        }
-        cx->bs[off >> 6] = bm;
-        any_h |= hm;
-        any_b |= bm;
-        escaped = esc_carry;
-        esc_carry = 0;
-        if (CS_UNLIKELY(bm != 0)) {
-            uint64_t t = bm;
-            while (t) {
-                unsigned i = cs_ctz64(t);
-                ptrdiff_t pos = off + (ptrdiff_t)i;
-                const unsigned char *x;
-                t &= t - 1;
-                if (pos < skip_until) continue;   /* part of the previous escape */
-                x = cs_esc(p + pos, e);
-                if (!x) return 0;                 /* bad escape, or '\' outside a string */
-                skip_until = x - p;
-                if (i < 63) escaped |= (uint64_t)1 << (i + 1);
-                else esc_carry = 1;
-            }
-        }
-        qm &= ~escaped;
-        inside = cs_prefix_xor(qm) ^ prev_in;
-        prev_in = (uint64_t)0 - (inside >> 63);
-        bad |= cm & inside;
-        if (qm) {
-            uint16_t *dst;
-            if (nq + 64 > CS_QCAP) return 2;
-            dst = cx->q + nq;
-            do {
-                *dst++ = (uint16_t)(off + (ptrdiff_t)cs_ctz64(qm));
-                qm &= qm - 1;
-            } while (qm);
-            nq = (uint32_t)(dst - cx->q);
-        }
-    }
-    if (prev_in || bad) return 0;
-    if (any_h && !cs_utf8_valid(p, n)) return 0;
-    cx->nq = nq;
-    cx->any_bs = any_b != 0;
-    cx->fast = 1;
-    return 1;
-}
-
-/* any bit set in bitmap positions [a, b) */
-static inline int cs_bits_any(const uint64_t *bits, ptrdiff_t a, ptrdiff_t b)
-{
-    ptrdiff_t wa, wb, w;
-    uint64_t first;
-    if (a >= b) return 0;
-    wa = a >> 6;
-    wb = (b - 1) >> 6;
-    first = bits[wa] >> (a & 63);
-    if (wa == wb) {
-        ptrdiff_t len = b - a;
-        uint64_t m = len >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << len) - 1);
-        return (first & m) != 0;
-    }
-    if (first) return 1;
-    for (w = wa + 1; w < wb; w++)
-        if (bits[w]) return 1;
-    return (bits[wb] << (63 - ((b - 1) & 63))) != 0;
-}
-
-/* String at p (just after the opening quote): returns a pointer to the
- * closing quote or NULL. If esc is non-NULL, sets *esc=1 when the contents
- * hold a backslash. */
-static inline const unsigned char *cs_str(cs_ctx *cx, const unsigned char *p, const unsigned char *e, int *esc)
-{
-    if (CS_LIKELY(cx->fast)) {
-        uint32_t k = cx->k;
-        ptrdiff_t a = (p - 1) - cx->base, b;
-        if (CS_UNLIKELY(k + 2 > cx->nq || (ptrdiff_t)cx->q[k] != a)) return NULL;
-        b = (ptrdiff_t)cx->q[k + 1];
-        cx->k = k + 2;
-        if (esc && cx->any_bs && cs_bits_any(cx->bs, a + 1, b)) *esc = 1;
-        return cx->base + b;
-    } else {
-        int dummy = 0;
-        return cs_str_scan(p, e, esc ? esc : &dummy);
     }
 }
 
@@ -464,7 +271,7 @@ static inline const unsigned char *cs_num(const unsigned char *p, const unsigned
 /* Validate and skip any JSON value starting at p (p already past
  * whitespace). depth = depth of the enclosing container. Returns pointer
  * past the value or NULL. Iterative, explicit container stack. */
-static const unsigned char *cs_skip(cs_ctx *cx, const unsigned char *p, const unsigned char *e, int depth)
+static const unsigned char *cs_skip(const unsigned char *p, const unsigned char *e, int depth)
 {
     uint64_t stk = 0;   /* bit 0 = innermost open container is an object */
     int d = depth;
@@ -474,7 +281,7 @@ value:
     switch (*p) {
     case '"':
         esc = 0;
-        p = cs_str(cx, p + 1, e, NULL);
+        p = cs_str(p + 1, e, &esc);
         if (!p) return NULL;
         p++;
         break;
@@ -526,7 +333,7 @@ after:
 key:
     if (p >= e || *p != '"') return NULL;
     esc = 0;
-    p = cs_str(cx, p + 1, e, NULL);
+    p = cs_str(p + 1, e, &esc);
     if (!p) return NULL;
     p = cs_ws(p + 1, e);
     if (p >= e || *p != ':') return NULL;
@@ -535,14 +342,14 @@ key:
 }
 
 /* Skip an uninteresting value; fast path for strings. */
-static inline const unsigned char *cs_skipv(cs_ctx *cx, const unsigned char *p, const unsigned char *e, int depth)
+static inline const unsigned char *cs_skipv(const unsigned char *p, const unsigned char *e, int depth)
 {
     if (*p == '"') {
         int esc = 0;
-        p = cs_str(cx, p + 1, e, NULL);
+        p = cs_str(p + 1, e, &esc);
         return p ? p + 1 : NULL;
     }
-    return cs_skip(cx, p, e, depth);
+    return cs_skip(p, e, depth);
 }
 
 static inline int cs_is_null(const unsigned char *p, const unsigned char *e)
@@ -551,12 +358,12 @@ static inline int cs_is_null(const unsigned char *p, const unsigned char *e)
 }
 
 /* string-or-null value into span (must be CS_ABSENT before: duplicate -> NULL) */
-static inline const unsigned char *cs_strnull(cs_ctx *cx, const unsigned char *p, const unsigned char *e, cs_span *s)
+static inline const unsigned char *cs_strnull(const unsigned char *p, const unsigned char *e, cs_span *s)
 {
     if (s->kind != CS_ABSENT) return NULL;
     if (*p == '"') {
         int esc = 0;
-        const unsigned char *q = cs_str(cx, p + 1, e, &esc);
+        const unsigned char *q = cs_str(p + 1, e, &esc);
         if (!q) return NULL;
         s->p = p + 1;
         s->n = q - (p + 1);
@@ -616,13 +423,13 @@ static inline int cs_next_member(const unsigned char **pp, const unsigned char *
 /* Read an object key at p (must be '"'); key must be escape-free.
  * On success (*k, *kn) = key bytes and returns pointer past ws and ':' and ws
  * (at the value, guaranteed p < e). */
-static inline const unsigned char *cs_key(cs_ctx *cx, const unsigned char *p, const unsigned char *e,
+static inline const unsigned char *cs_key(const unsigned char *p, const unsigned char *e,
                                           const unsigned char **k, ptrdiff_t *kn)
 {
     int esc = 0;
     const unsigned char *q;
     if (p >= e || *p != '"') return NULL;
-    q = cs_str(cx, p + 1, e, &esc);
+    q = cs_str(p + 1, e, &esc);
     if (!q || esc) return NULL;
     *k = p + 1;
     *kn = q - (p + 1);
@@ -640,7 +447,7 @@ static inline const unsigned char *cs_key(cs_ctx *cx, const unsigned char *p, co
 /* ------------------------------------------------------------------------ */
 
 /* function object (depth 7); p at '{' */
-static inline const unsigned char *cs_function(cs_ctx *cx, const unsigned char *p, const unsigned char *e, cs_frag *f)
+static inline const unsigned char *cs_function(const unsigned char *p, const unsigned char *e, cs_frag *f)
 {
     const unsigned char *k;
     ptrdiff_t kn;
@@ -648,11 +455,11 @@ static inline const unsigned char *cs_function(cs_ctx *cx, const unsigned char *
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return p + 1;
     for (;;) {
-        p = cs_key(cx, p, e, &k, &kn);
+        p = cs_key(p, e, &k, &kn);
         if (!p) return NULL;
-        if (CS_KEYEQ(k, kn, "arguments")) p = cs_strnull(cx, p, e, &f->args);
-        else if (CS_KEYEQ(k, kn, "name")) p = cs_strnull(cx, p, e, &f->name);
-        else p = cs_skipv(cx, p, e, 7);
+        if (CS_KEYEQ(k, kn, "arguments")) p = cs_strnull(p, e, &f->args);
+        else if (CS_KEYEQ(k, kn, "name")) p = cs_strnull(p, e, &f->name);
+        else p = cs_skipv(p, e, 7);
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
         if (r < 0) return NULL;
@@ -661,7 +468,7 @@ static inline const unsigned char *cs_function(cs_ctx *cx, const unsigned char *
 }
 
 /* tool call object (depth 6); p at '{' */
-static inline const unsigned char *cs_call(cs_ctx *cx, const unsigned char *p, const unsigned char *e, cs_frag *f)
+static inline const unsigned char *cs_call(const unsigned char *p, const unsigned char *e, cs_frag *f)
 {
     const unsigned char *k;
     ptrdiff_t kn;
@@ -670,7 +477,7 @@ static inline const unsigned char *cs_call(cs_ctx *cx, const unsigned char *p, c
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return p + 1;
     for (;;) {
-        p = cs_key(cx, p, e, &k, &kn);
+        p = cs_key(p, e, &k, &kn);
         if (!p) return NULL;
         if (CS_KEYEQ(k, kn, "index")) {
             if (seen & 1u) return NULL;
@@ -685,13 +492,13 @@ static inline const unsigned char *cs_call(cs_ctx *cx, const unsigned char *p, c
         } else if (CS_KEYEQ(k, kn, "function")) {
             if (seen & 2u) return NULL;
             seen |= 2u;
-            if (*p == '{') p = cs_function(cx, p, e, f);
+            if (*p == '{') p = cs_function(p, e, f);
             else if (cs_is_null(p, e)) p += 4;
             else return NULL;
         } else if (CS_KEYEQ(k, kn, "id")) {
-            p = cs_strnull(cx, p, e, &f->id);
+            p = cs_strnull(p, e, &f->id);
         } else {
-            p = cs_skipv(cx, p, e, 6);
+            p = cs_skipv(p, e, 6);
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -701,7 +508,7 @@ static inline const unsigned char *cs_call(cs_ctx *cx, const unsigned char *p, c
 }
 
 /* tool_calls array (depth 5); p at '[' */
-static inline const unsigned char *cs_tool_calls(cs_ctx *cx, const unsigned char *p, const unsigned char *e,
+static inline const unsigned char *cs_tool_calls(const unsigned char *p, const unsigned char *e,
                                                  cs_chunk *out, cs_choice *ch)
 {
     int r;
@@ -718,7 +525,7 @@ static inline const unsigned char *cs_tool_calls(cs_ctx *cx, const unsigned char
         cs_span_clear(&f->id);
         cs_span_clear(&f->name);
         cs_span_clear(&f->args);
-        p = cs_call(cx, p, e, f);
+        p = cs_call(p, e, f);
         if (!p) return NULL;
         r = cs_next_member(&p, e, ']');
         if (r < 0) return NULL;
@@ -727,7 +534,7 @@ static inline const unsigned char *cs_tool_calls(cs_ctx *cx, const unsigned char
 }
 
 /* delta object (depth 4); p at '{' */
-static inline const unsigned char *cs_delta(cs_ctx *cx, const unsigned char *p, const unsigned char *e,
+static inline const unsigned char *cs_delta(const unsigned char *p, const unsigned char *e,
                                             cs_chunk *out, cs_choice *ch)
 {
     const unsigned char *k;
@@ -737,39 +544,39 @@ static inline const unsigned char *cs_delta(cs_ctx *cx, const unsigned char *p, 
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return p + 1;
     for (;;) {
-        p = cs_key(cx, p, e, &k, &kn);
+        p = cs_key(p, e, &k, &kn);
         if (!p) return NULL;
         switch (kn) {
         case 7:
-            if (memcmp(k, "content", 7) == 0) { p = cs_strnull(cx, p, e, &ch->content); break; }
-            if (memcmp(k, "refusal", 7) == 0) { p = cs_strnull(cx, p, e, &ch->refusal); break; }
-            p = cs_skipv(cx, p, e, 4);
+            if (memcmp(k, "content", 7) == 0) { p = cs_strnull(p, e, &ch->content); break; }
+            if (memcmp(k, "refusal", 7) == 0) { p = cs_strnull(p, e, &ch->refusal); break; }
+            p = cs_skipv(p, e, 4);
             break;
         case 9:
-            if (memcmp(k, "reasoning", 9) == 0) { p = cs_strnull(cx, p, e, &ch->reasoning); break; }
-            p = cs_skipv(cx, p, e, 4);
+            if (memcmp(k, "reasoning", 9) == 0) { p = cs_strnull(p, e, &ch->reasoning); break; }
+            p = cs_skipv(p, e, 4);
             break;
         case 10:
             if (memcmp(k, "tool_calls", 10) == 0) {
                 if (seen_tc) return NULL;
                 seen_tc = 1;
-                if (*p == '[') p = cs_tool_calls(cx, p, e, out, ch);
+                if (*p == '[') p = cs_tool_calls(p, e, out, ch);
                 else if (cs_is_null(p, e)) p += 4;
                 else return NULL;
                 break;
             }
-            p = cs_skipv(cx, p, e, 4);
+            p = cs_skipv(p, e, 4);
             break;
         case 13:
             if (memcmp(k, "function_call", 13) == 0) return NULL;
-            p = cs_skipv(cx, p, e, 4);
+            p = cs_skipv(p, e, 4);
             break;
         case 17:
-            if (memcmp(k, "reasoning_content", 17) == 0) { p = cs_strnull(cx, p, e, &ch->reasoning_content); break; }
-            p = cs_skipv(cx, p, e, 4);
+            if (memcmp(k, "reasoning_content", 17) == 0) { p = cs_strnull(p, e, &ch->reasoning_content); break; }
+            p = cs_skipv(p, e, 4);
             break;
         default:
-            p = cs_skipv(cx, p, e, 4);
+            p = cs_skipv(p, e, 4);
             break;
         }
         if (!p) return NULL;
@@ -780,7 +587,7 @@ static inline const unsigned char *cs_delta(cs_ctx *cx, const unsigned char *p, 
 }
 
 /* choice object (depth 3); p at '{' */
-static inline const unsigned char *cs_choice_obj(cs_ctx *cx, const unsigned char *p, const unsigned char *e,
+static inline const unsigned char *cs_choice_obj(const unsigned char *p, const unsigned char *e,
                                                  cs_chunk *out, cs_choice *ch)
 {
     const unsigned char *k;
@@ -790,7 +597,7 @@ static inline const unsigned char *cs_choice_obj(cs_ctx *cx, const unsigned char
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return NULL;   /* no "index" */
     for (;;) {
-        p = cs_key(cx, p, e, &k, &kn);
+        p = cs_key(p, e, &k, &kn);
         if (!p) return NULL;
         if (kn == 5 && memcmp(k, "index", 5) == 0) {
             if (seen & 1u) return NULL;
@@ -799,15 +606,15 @@ static inline const unsigned char *cs_choice_obj(cs_ctx *cx, const unsigned char
         } else if (kn == 5 && memcmp(k, "delta", 5) == 0) {
             if (seen & 2u) return NULL;
             seen |= 2u;
-            if (*p == '{') p = cs_delta(cx, p, e, out, ch);
+            if (*p == '{') p = cs_delta(p, e, out, ch);
             else if (cs_is_null(p, e)) p += 4;
             else return NULL;
         } else if (kn == 13 && memcmp(k, "finish_reason", 13) == 0) {
-            p = cs_strnull(cx, p, e, &ch->finish_reason);
+            p = cs_strnull(p, e, &ch->finish_reason);
         } else if (kn == 7 && memcmp(k, "message", 7) == 0) {
             return NULL;
         } else {
-            p = cs_skipv(cx, p, e, 3);
+            p = cs_skipv(p, e, 3);
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -819,7 +626,7 @@ static inline const unsigned char *cs_choice_obj(cs_ctx *cx, const unsigned char
 }
 
 /* choices array (depth 2); p at '[' */
-static inline const unsigned char *cs_choices(cs_ctx *cx, const unsigned char *p, const unsigned char *e, cs_chunk *out)
+static inline const unsigned char *cs_choices(const unsigned char *p, const unsigned char *e, cs_chunk *out)
 {
     int r;
     p = cs_ws(p + 1, e);
@@ -837,7 +644,7 @@ static inline const unsigned char *cs_choices(cs_ctx *cx, const unsigned char *p
         cs_span_clear(&ch->finish_reason);
         ch->first_frag = out->n_frags;
         ch->n_frags = 0;
-        p = cs_choice_obj(cx, p, e, out, ch);
+        p = cs_choice_obj(p, e, out, ch);
         if (!p) return NULL;
         r = cs_next_member(&p, e, ']');
         if (r < 0) return NULL;
@@ -858,12 +665,9 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
     int r;
     unsigned seen = 0;
 
-    cs_ctx ctx, *cx = &ctx;
-
     out->n_choices = 0;
     out->n_frags = 0;
     if (!p || n <= 0) return 0;
-    if (!cs_index(cx, p, n)) return 0;
     p = cs_ws(p, e);
     if (p >= e || *p != '{') return 0;
     p = cs_ws(p + 1, e);
@@ -871,12 +675,12 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
         p++;
     } else {
         for (;;) {
-            p = cs_key(cx, p, e, &k, &kn);
+            p = cs_key(p, e, &k, &kn);
             if (!p) return 0;
             if (kn == 7 && memcmp(k, "choices", 7) == 0) {
                 if (seen & 1u) return 0;
                 seen |= 1u;
-                if (*p == '[') p = cs_choices(cx, p, e, out);
+                if (*p == '[') p = cs_choices(p, e, out);
                 else if (cs_is_null(p, e)) p += 4;
                 else return 0;
             } else if (kn == 5 && memcmp(k, "usage", 5) == 0) {
@@ -890,7 +694,7 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
                 if (!cs_is_null(p, e)) return 0;
                 p += 4;
             } else {
-                p = cs_skipv(cx, p, e, 1);
+                p = cs_skipv(p, e, 1);
             }
             if (!p) return 0;
             r = cs_next_member(&p, e, '}');
