@@ -216,6 +216,11 @@ def memory_pass(kind: str, impl: str, gigabytes: float) -> dict:
     return {"fed": fed, "seconds": seconds, "largest": largest, "base": base, "peak": peak}
 
 
+def fmt_bytes(n: float) -> str:
+    """Return a byte count in KB or MB."""
+    return f"{n / MB:.1f}MB" if n >= MB else f"{n / 1e3:.1f}KB"
+
+
 def memory(impls: list[str], gigabytes: float) -> None:
     """Run each memory pass in a child process and print peak RSS against the largest call."""
     print(machine())
@@ -239,7 +244,7 @@ def memory(impls: list[str], gigabytes: float) -> None:
                 continue
             growth = max(0, r["peak"] - r["base"])
             print(f"{impl:<5} {label:<22} {r['fed'] / 1e9:>6.2f}GB {r['fed'] / r['seconds'] / MB:>6.0f} "
-                  f"{r['largest'] / 1e3:>11,.1f}KB {r['base'] / MB:>9.0f}MB {r['peak'] / MB:>7.0f}MB "
+                  f"{fmt_bytes(r['largest']):>13} {r['base'] / MB:>9.0f}MB {r['peak'] / MB:>7.0f}MB "
                   f"{growth / MB:>7.1f}MB {growth / r['largest']:>11.1f}×")
 
 

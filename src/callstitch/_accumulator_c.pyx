@@ -172,6 +172,12 @@ cdef class Accumulator:
     cdef Py_ssize_t _data_offset
     cdef object _event
     cdef cs_chunk _chunk
+    # The slot the last indexed fragment went to: a continuation of it needs no dict lookups.
+    # Every _route clears it, since only _route changes which slot an index maps to.
+    cdef _Slot _cache_slot
+    cdef _ChoiceState _cache_cs
+    cdef int64_t _cache_choice
+    cdef int64_t _cache_index
 
     def __cinit__(self):
         self._data = NULL
@@ -254,6 +260,17 @@ cdef class Accumulator:
                 self._tail.extend((<const char *>p)[:end - p])
                 return 0
             m = nl - p
+            if (not has_cr and m >= 5 and not self._data_lines and nl + 1 < end and nl[1] == b'\n'
+                    and memcmp(p, b"data:", 5) == 0):
+                # The common event, one data line and a blank line, read in place without a copy.
+                self._data_offset = self._offset
+                if m > 5 and p[5] == b' ':
+                    self._dispatch_payload(p + 6, m - 6)
+                else:
+                    self._dispatch_payload(p + 5, m - 5)
+                self._offset += m + 2
+                p = nl + 2
+                continue
             self._line(p, m, self._offset)
             self._offset += m
             p = self._after_eol(nl, end)
@@ -346,15 +363,19 @@ cdef class Accumulator:
 
     cdef int _dispatch_event(self) except -1:
         cdef Py_ssize_t n = self._data_len
-        cdef object event = self._event
         self._data_len = 0
         self._data_lines = 0
+        return self._dispatch_payload(<const unsigned char *>self._data, n)
+
+    cdef int _dispatch_payload(self, const unsigned char *data, Py_ssize_t n) except -1:
+        """Handle one event's data: on the fast path when the scanner understands it, else the general one."""
+        cdef object event = self._event
         self._event = None
-        if event is None and self._fast and cs_scan_chat_chunk(<const unsigned char *>self._data, n,
-                                                               &self._chunk):
+        if event is None and self._fast and cs_scan_chat_chunk(data, n, &self._chunk):
             self._apply_chunk()
             return 0
-        _handle_event(self, self._state, event, PyBytes_FromStringAndSize(self._data, n), self._data_offset)
+        _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
+                      self._data_offset)
         return 0
 
     cdef int _end_of_stream(self) except -1:
@@ -394,8 +415,18 @@ cdef class Accumulator:
                 self._text_span(number, 2, &ch.refusal)
             for j in range(ch.first_frag, ch.first_frag + ch.n_frags):
                 f = &c.frags[j]
-                slot = self._route(number, f.index if f.has_index else None, _span_str(&f.id),
-                                   _span_str(&f.name))
+                if (self._cache_slot is not None and f.has_index and f.index == self._cache_index
+                        and ch.index == self._cache_choice and f.id.kind != CS_STR and f.name.kind != CS_STR):
+                    slot = self._cache_slot
+                    self._cache_cs.latest = slot
+                else:
+                    slot = self._route(number, f.index if f.has_index else None, _span_str(&f.id),
+                                       _span_str(&f.name))
+                    if f.has_index:
+                        self._cache_slot = slot
+                        self._cache_cs = self._choices[number]
+                        self._cache_choice = ch.index
+                        self._cache_index = f.index
                 if f.args.kind == CS_STR and f.args.n:
                     self._append_span(slot, &f.args)
             if ch.finish_reason.kind == CS_STR:
@@ -494,6 +525,7 @@ cdef class Accumulator:
         cdef int quirks = 0
         cdef _ChoiceState cs
         cdef _Slot slot
+        self._cache_slot = None
         if call_id is not None and type(call_id) is not str:
             call_id = str(call_id)
             quirks |= _Q_INTEGER_ID

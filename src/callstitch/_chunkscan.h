@@ -74,7 +74,11 @@ typedef struct {
 #if defined(__GNUC__) || defined(__clang__)
 #define CS_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define CS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CS_ALWAYS_INLINE inline __attribute__((always_inline))
+#define CS_NOINLINE __attribute__((noinline))
 #else
+#define CS_ALWAYS_INLINE inline
+#define CS_NOINLINE
 #define CS_LIKELY(x)   (x)
 #define CS_UNLIKELY(x) (x)
 #endif
@@ -102,9 +106,9 @@ static inline int cs_is_str_special(unsigned c)
     return c == '"' || c == '\\' || c < 0x20 || c >= 0x80;
 }
 
-static inline const unsigned char *cs_ws(const unsigned char *p, const unsigned char *e)
+static CS_ALWAYS_INLINE const unsigned char *cs_ws(const unsigned char *p, const unsigned char *e)
 {
-    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+    while (p < e && *p <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
         p++;
     return p;
 }
@@ -182,7 +186,7 @@ static inline const unsigned char *cs_esc(const unsigned char *p, const unsigned
 /* Scan string contents. p points just after the opening quote. Returns a
  * pointer to the closing quote, or NULL if invalid/unterminated.
  * Sets *esc = 1 if a backslash escape was seen. */
-static inline const unsigned char *cs_str(const unsigned char *p, const unsigned char *e, int *esc)
+static CS_NOINLINE const unsigned char *cs_str_slow(const unsigned char *p, const unsigned char *e, int *esc)
 {
     unsigned c;
     for (;;) {
@@ -225,6 +229,30 @@ static inline const unsigned char *cs_str(const unsigned char *p, const unsigned
         p = cs_u8seq(p, e);
         if (!p) return NULL;
     }
+}
+
+/* Fast path, inlined at every call site: the common case of a string whose
+ * closing quote is found in the first 16-byte blocks with no escape, control
+ * or non-ASCII byte before it.  Everything else goes to cs_str_slow, which
+ * rescans from the current block. */
+static CS_ALWAYS_INLINE const unsigned char *cs_str(const unsigned char *p, const unsigned char *e, int *esc)
+{
+#ifdef CS_SSE2
+    const __m128i vq = _mm_set1_epi8('"');
+    const __m128i vb = _mm_set1_epi8('\\');
+    const __m128i vc = _mm_set1_epi8(0x20);
+    while (CS_LIKELY(e - p >= 16)) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned mq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vq)) | 0x10000u;
+        /* signed compare: bytes >= 0x80 are negative, so also flagged */
+        unsigned ms = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, vb), _mm_cmplt_epi8(v, vc))) | 0x10000u;
+        unsigned iq = (unsigned)__builtin_ctz(mq), is = (unsigned)__builtin_ctz(ms);
+        if (CS_LIKELY(iq < is)) return p + iq;
+        if (is != 16) break;
+        p += 16;
+    }
+#endif
+    return cs_str_slow(p, e, esc);
 }
 
 /* Validate a JSON number starting at p. Conservative: rejects (NULL) any
@@ -344,11 +372,14 @@ key:
 /* Skip an uninteresting value; fast path for strings. */
 static inline const unsigned char *cs_skipv(const unsigned char *p, const unsigned char *e, int depth)
 {
-    if (*p == '"') {
+    unsigned c = *p;
+    if (c == '"') {
         int esc = 0;
         p = cs_str(p + 1, e, &esc);
         return p ? p + 1 : NULL;
     }
+    if (c == 'n') return (e - p >= 4 && memcmp(p, "null", 4) == 0) ? p + 4 : NULL;
+    if (c - '0' < 10u || c == '-') return cs_num(p, e);
     return cs_skip(p, e, depth);
 }
 
@@ -411,9 +442,11 @@ static inline void cs_span_clear(cs_span *s)
 
 /* After a member value: whitespace, then ',' (returns 1, p past ws after
  * ','), '}' (returns 0, p past '}'), anything else -> -1. */
-static inline int cs_next_member(const unsigned char **pp, const unsigned char *e, unsigned char close)
+static CS_ALWAYS_INLINE int cs_next_member(const unsigned char **pp, const unsigned char *e, unsigned char close)
 {
-    const unsigned char *p = cs_ws(*pp, e);
+    const unsigned char *p = *pp;
+    if (CS_LIKELY(e - p > 1 && p[0] == ',' && p[1] == '"')) { *pp = p + 1; return 1; }
+    p = cs_ws(p, e);
     if (p >= e) return -1;
     if (*p == ',') { *pp = cs_ws(p + 1, e); return 1; }
     if (*p == close) { *pp = p + 1; return 0; }
@@ -423,7 +456,7 @@ static inline int cs_next_member(const unsigned char **pp, const unsigned char *
 /* Read an object key at p (must be '"'); key must be escape-free.
  * On success (*k, *kn) = key bytes and returns pointer past ws and ':' and ws
  * (at the value, guaranteed p < e). */
-static inline const unsigned char *cs_key(const unsigned char *p, const unsigned char *e,
+static CS_ALWAYS_INLINE const unsigned char *cs_key(const unsigned char *p, const unsigned char *e,
                                           const unsigned char **k, ptrdiff_t *kn)
 {
     int esc = 0;
@@ -433,6 +466,7 @@ static inline const unsigned char *cs_key(const unsigned char *p, const unsigned
     if (!q || esc) return NULL;
     *k = p + 1;
     *kn = q - (p + 1);
+    if (CS_LIKELY(e - q > 2 && q[1] == ':' && q[2] > ' ')) return q + 2;
     p = cs_ws(q + 1, e);
     if (p >= e || *p != ':') return NULL;
     p = cs_ws(p + 1, e);

@@ -51,9 +51,12 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
         else:
             _openai_chat.handle_chunk(acc, state, obj, offset)
             return
-    if data.strip(b" \t\r\n") == b"[DONE]":
+    stripped = data.strip(b" \t\r\n")
+    if stripped == b"[DONE]":
         state.complete = True
         return
+    if not stripped and event != "error":
+        return  # an event with empty data (a bare "data:" line) carries nothing
     try:
         obj = decode_payload(data)
     except (orjson.JSONDecodeError, ValueError) as exc:

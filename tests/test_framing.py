@@ -1,0 +1,381 @@
+"""SSE framing by the WHATWG rules, through feed() and reassemble(), against both twins."""
+
+import json
+
+import pytest
+
+from _streams import DONE, bytewise, chunk, dumps, feed_split, finish, summary, tool_delta
+
+ARGS = '{"city": "Paris", "note": "café ☕ 東京 😀"}'
+PARSED = {"city": "Paris", "note": "café ☕ 東京 😀"}
+
+
+def _body(eol=b"\n", done=True):
+    """A small but complete stream: a role chunk, one call in three fragments, a finish, [DONE]."""
+    events = [
+        chunk([{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]),
+        chunk([tool_delta(0, id="call_1", name="get_weather", arguments="")]),
+        chunk([tool_delta(0, arguments=ARGS[:9])]),
+        chunk([tool_delta(0, arguments=ARGS[9:30])]),
+        chunk([tool_delta(0, arguments=ARGS[30:])]),
+        chunk([finish("tool_calls")]),
+    ]
+    if done:
+        events.append(DONE)
+    body = b"".join(events)
+    return body.replace(b"\n", eol)
+
+
+def _check(result):
+    assert summary(result) == [("call_1", "get_weather", PARSED)]
+    assert result.errors == []
+    assert result.complete is True
+    assert result.finish_reason == "tool_calls"
+
+
+# ---------------------------------------------------------------- line ends
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_line_ends(impl, eol):
+    _check(impl.reassemble(_body(eol)))
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_line_ends_bytewise(impl, eol):
+    _check(bytewise(impl, _body(eol)))
+
+
+def test_mixed_line_ends(impl):
+    events = _body().split(b"\n\n")[:-1]
+    # (line end, blank line) pairs; CR then LF would be one CRLF, so that pair is not used
+    pairs = [(b"\n", b"\r"), (b"\r\n", b"\n"), (b"\r", b"\r\n"), (b"\n", b"\r\n"), (b"\r\n", b"\r"),
+             (b"\r", b"\r"), (b"\n", b"\n")]
+    body = b"".join(e + b"".join(pairs[i % len(pairs)]) for i, e in enumerate(events))
+    _check(impl.reassemble(body))
+    _check(bytewise(impl, body))
+
+
+def test_lf_then_cr_is_two_line_ends(impl):
+    # "\n\r" is two line ends (LF, then CR): a blank line, so the event is dispatched before the next.
+    a = chunk([tool_delta(0, id="a", name="f", arguments='{"x": 1}')]).rstrip(b"\n")
+    b = chunk([tool_delta(1, id="b", name="g", arguments='{"y": 2}')]).rstrip(b"\n")
+    result = impl.reassemble(a + b"\n\r" + b + b"\r\n\r\n")
+    assert summary(result) == [("a", "f", {"x": 1}), ("b", "g", {"y": 2})]
+    assert result.errors == []
+
+
+def test_crlf_counts_once(impl):
+    # A CRLF is one line end, not a line end then a blank line: both data lines join into one event.
+    body = b'data: {"choices": [\r\ndata: ' + dumps(tool_delta(0, id="a", name="f", arguments="{}")) + b"]}\r\n\r\n"
+    result = impl.reassemble(body)
+    assert summary(result) == [("a", "f", {})]
+    assert result.errors == []
+
+
+# ---------------------------------------------------------------- fields
+
+
+def test_data_without_space(impl):
+    body = _body().replace(b"data: ", b"data:")
+    _check(impl.reassemble(body))
+
+
+def test_only_one_leading_space_is_stripped(impl):
+    # "data:  x" keeps the second space as part of the value; JSON allows leading whitespace.
+    body = _body().replace(b"data: ", b"data:  ")
+    _check(impl.reassemble(body))
+
+
+def test_multiline_data_is_joined_with_lf(impl):
+    payload = dumps({"choices": [tool_delta(0, id="call_1", name="get_weather", arguments=ARGS)]})
+    cut = payload.index(b'"function"')
+    body = b"data: " + payload[:cut] + b"\ndata: " + payload[cut:] + b"\n\n" + DONE
+    result = impl.reassemble(body)
+    assert summary(result) == [("call_1", "get_weather", PARSED)]
+    assert result.errors == []
+
+
+def test_multiline_data_inside_a_string_keeps_the_lf(impl):
+    # The "\n" joining the data lines is part of the payload: inside a JSON string it is a raw
+    # control character, so the chunk is malformed (and reported, not dropped silently).
+    payload = dumps({"choices": [tool_delta(0, id="call_1", name="f", arguments='{"a": 1}')]})
+    cut = payload.index(b"call_1") + 3
+    body = b"data: " + payload[:cut] + b"\ndata: " + payload[cut:] + b"\n\n"
+    result = impl.reassemble(body)
+    assert result.tool_calls == []
+    assert [e.kind for e in result.errors] == ["malformed chunk"]
+
+
+def test_comment_lines_are_ignored(impl):
+    body = b": OPENROUTER PROCESSING\n\n" + _body().replace(b"data: ", b": keep-alive\ndata: ") + b":bye\n"
+    _check(impl.reassemble(body))
+
+
+def test_event_id_retry_fields(impl):
+    body = b"retry: 3000\n\n" + _body().replace(b"data: ", b"id: 17\nevent: message\nretry: 1000\ndata: ")
+    _check(impl.reassemble(body))
+
+
+def test_unknown_fields_and_field_without_colon(impl):
+    body = _body().replace(b"data: ", b"foo: bar\nid\nretry\nx-thing:1\ndata: ")
+    _check(impl.reassemble(body))
+
+
+def test_field_name_data_without_colon_is_an_empty_data_line(impl):
+    # "data" alone is the field "data" with an empty value: it adds an empty line to the data buffer.
+    payload = dumps({"choices": [tool_delta(0, id="a", name="f", arguments='{"k": 1}')]})
+    body = b"data: " + payload + b"\ndata\n\n"
+    result = impl.reassemble(body)
+    assert summary(result) == [("a", "f", {"k": 1})]  # '{...}\n' is still valid JSON
+    assert result.errors == []
+
+
+def test_data_field_name_is_case_sensitive(impl):
+    body = b"Data: " + dumps({"choices": [tool_delta(0, id="a", name="f", arguments="{}")]}) + b"\n\n"
+    result = impl.reassemble(body)
+    assert result.tool_calls == []
+    assert result.errors == []
+
+
+def test_event_with_no_data_is_not_dispatched(impl):
+    body = b"event: error\n\nid: 5\n\nevent: ping\nretry: 10\n\n" + _body()
+    _check(impl.reassemble(body))
+
+
+def test_event_name_does_not_leak_into_the_next_event(impl):
+    # An event with no data resets the event name; the next data belongs to an unnamed event.
+    body = b"event: error\n\n" + chunk([tool_delta(0, id="a", name="f", arguments="{}")])
+    result = impl.reassemble(body)
+    assert summary(result) == [("a", "f", {})]
+    assert result.errors == []
+
+
+def test_event_with_empty_data_line_is_not_dispatched(impl):
+    # WHATWG: a data buffer that is empty after removing the trailing LF is not dispatched.
+    body = b"data:\n\ndata: \n\n" + _body()
+    _check(impl.reassemble(body))
+
+
+def test_last_event_needs_no_blank_line(impl):
+    body = _body(done=False).rstrip(b"\n")
+    result = impl.reassemble(body)
+    assert summary(result) == [("call_1", "get_weather", PARSED)]
+    assert result.errors == []
+    assert result.finish_reason == "tool_calls"
+
+
+def test_last_event_with_one_line_end(impl):
+    body = _body(done=False)[:-1]
+    result = impl.reassemble(body)
+    assert summary(result) == [("call_1", "get_weather", PARSED)]
+    assert result.finish_reason == "tool_calls"
+
+
+def test_last_event_without_blank_line_bytewise(impl):
+    body = chunk([tool_delta(0, id="a", name="f", arguments='{"q": "z"}')]).rstrip(b"\n")
+    assert summary(bytewise(impl, body)) == [("a", "f", {"q": "z"})]
+
+
+def test_done_sets_complete(impl):
+    body = chunk([tool_delta(0, id="a", name="f", arguments="{}")])
+    assert impl.reassemble(body).complete is False
+    assert impl.reassemble(body + DONE).complete is True
+    assert impl.reassemble(body + b"data:[DONE]").complete is True
+    assert impl.reassemble(body + DONE).errors == []
+
+
+def test_done_alone(impl):
+    result = impl.reassemble(DONE)
+    assert result.complete is True
+    assert result.tool_calls == []
+    assert result.errors == []
+
+
+def test_empty_body(impl):
+    result = impl.reassemble(b"")
+    assert result.tool_calls == []
+    assert result.errors == []
+    assert result.complete is False
+
+
+# ---------------------------------------------------------------- BOM
+
+
+def test_bom_at_start(impl):
+    _check(impl.reassemble(b"\xef\xbb\xbf" + _body()))
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 4])
+def test_bom_split_across_feeds(impl, cut):
+    body = b"\xef\xbb\xbf" + _body()
+    acc = impl.Accumulator()
+    acc.feed(body[:cut])
+    acc.feed(body[cut:])
+    _check(acc.finalize())
+
+
+def test_bom_fed_byte_by_byte(impl):
+    _check(bytewise(impl, b"\xef\xbb\xbf" + _body(b"\r\n")))
+
+
+def test_only_one_bom_is_removed(impl):
+    # A second BOM is part of the first line: the field name becomes "\ufeffdata", which is ignored.
+    body = b"\xef\xbb\xbf\xef\xbb\xbf" + chunk([tool_delta(0, id="a", name="f", arguments="{}")]) + _body()
+    _check(impl.reassemble(body))
+
+
+def test_bom_lookalike_is_not_removed(impl):
+    # b"\xef\xbb" then something else: not a BOM, those bytes stay as (ignored) field text.
+    body = b"\xef\xbbx: y\n" + _body()
+    _check(impl.reassemble(body))
+    acc = impl.Accumulator()
+    acc.feed(b"\xef")
+    acc.feed(b"\xbb")
+    acc.feed(b"x: y\n" + _body())
+    _check(acc.finalize())
+
+
+# ---------------------------------------------------------------- splits and input types
+
+
+def _reference(impl, body):
+    return impl.reassemble(body)
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_every_two_way_split(impl, eol):
+    body = b"\xef\xbb\xbf" + _body(eol) + b": trailing comment"
+    expected = _reference(impl, body)
+    _check(expected)
+    for k in range(len(body) + 1):
+        acc = impl.Accumulator()
+        acc.feed(body[:k])
+        acc.feed(body[k:])
+        assert acc.finalize() == expected, k
+
+
+def test_every_two_way_split_mixed_with_errors(impl):
+    # Malformed chunks report offsets: those too must not depend on where the bytes were cut.
+    body = (b"data: {broken\r\n\r\n" + _body(b"\r\n") + b"data: [1,\n\ndata: {\"error\": {\"message\": \"x\"}}\r\n\r\n")
+    expected = impl.reassemble(body)
+    assert [e.kind for e in expected.errors] == ["malformed chunk", "malformed chunk", "in-band error"]
+    for k in range(len(body) + 1):
+        acc = impl.Accumulator()
+        acc.feed(body[:k])
+        acc.feed(body[k:])
+        assert acc.finalize() == expected, k
+
+
+def test_one_byte_pieces(impl):
+    for eol in (b"\n", b"\r\n", b"\r"):
+        body = _body(eol)
+        assert bytewise(impl, body) == impl.reassemble(body)
+
+
+def test_split_mid_utf8_character(impl):
+    body = _body()
+    k = body.index("😀".encode()) + 2
+    result = feed_split(impl, body, [k, k + 1])
+    _check(result)
+    k = body.index("東".encode()) + 1
+    _check(feed_split(impl, body, [k]))
+
+
+def test_split_mid_crlf(impl):
+    body = _body(b"\r\n")
+    cuts = [i + 1 for i in range(len(body)) if body[i:i + 2] == b"\r\n"]
+    _check(feed_split(impl, body, cuts))
+
+
+def test_empty_feeds_change_nothing(impl):
+    body = b"\xef\xbb\xbf" + _body(b"\r\n")
+    acc = impl.Accumulator()
+    for piece in (b"", body[:1], b"", body[1:5], b"", b"", body[5:50], b"", body[50:], b""):
+        acc.feed(piece)
+    _check(acc.finalize())
+
+
+@pytest.mark.parametrize("kind", ["str", "bytearray", "memoryview"])
+def test_input_types(impl, kind):
+    body = _body(b"\r\n")
+    convert = {"str": lambda b: b.decode("utf-8"), "bytearray": bytearray, "memoryview": memoryview}[kind]
+    _check(impl.reassemble(convert(body)))
+    acc = impl.Accumulator()
+    if kind == "str":
+        # str pieces hold whole characters; cut mid-line and between CR and LF
+        text = body.decode("utf-8")
+        for k in range(0, len(text), 5):
+            acc.feed(text[k:k + 5])
+    else:
+        for k in range(0, len(body), 7):
+            acc.feed(convert(body[k:k + 7]))
+    _check(acc.finalize())
+
+
+def test_memoryview_of_a_slice(impl):
+    body = b"xxxx" + _body() + b"yyyy"
+    view = memoryview(body)[4:-4]
+    result = impl.reassemble(view)
+    _check(result)
+
+
+# ---------------------------------------------------------------- offsets
+
+
+def test_offset_of_malformed_chunk_lf(impl):
+    good = chunk([tool_delta(0, id="a", name="f", arguments="{}")])
+    body = good + b"data: {not json}\n\n" + good
+    result = impl.reassemble(body)
+    assert [(e.kind, e.offset) for e in result.errors] == [("malformed chunk", len(good))]
+
+
+def test_offset_is_that_of_the_first_data_line(impl):
+    good = chunk([tool_delta(0, id="a", name="f", arguments="{}")])
+    prefix = good + b": comment\nevent: message\nid: 3\n"
+    body = prefix + b"data: {not\ndata: json}\n\n" + good
+    result = impl.reassemble(body)
+    assert [(e.kind, e.offset) for e in result.errors] == [("malformed chunk", len(prefix))]
+
+
+def test_offset_with_crlf(impl):
+    good = chunk([tool_delta(0, id="a", name="f", arguments="{}")]).replace(b"\n", b"\r\n")
+    body = good + b": ka\r\n\r\n" + b"data: nope\r\n\r\n" + good + b"data:{\"choices\": [}\r\n\r\n"
+    result = impl.reassemble(body)
+    first = len(good) + len(b": ka\r\n\r\n")
+    second = first + len(b"data: nope\r\n\r\n") + len(good)
+    assert [(e.kind, e.offset) for e in result.errors] == [("malformed chunk", first), ("malformed chunk", second)]
+    assert bytewise(impl, body) == result
+
+
+def test_offset_with_cr_only(impl):
+    body = b"data: [\r\r" + b"\r" + b"data: ]\r\r"
+    result = impl.reassemble(body)
+    assert [(e.kind, e.offset) for e in result.errors] == [("malformed chunk", 0), ("malformed chunk", 10)]
+
+
+def test_offset_with_bom(impl):
+    good = chunk([tool_delta(0, id="a", name="f", arguments="{}")])
+    body = b"\xef\xbb\xbf" + b"data: oops\n\n" + good + b"data: {{\n\n"
+    result = impl.reassemble(body)
+    assert [(e.kind, e.offset) for e in result.errors] == [
+        ("malformed chunk", 3), ("malformed chunk", 3 + len(b"data: oops\n\n") + len(good))]
+    assert summary(result) == [("a", "f", {})]
+    for k in range(len(body) + 1):
+        assert feed_split(impl, body, [k]) == result, k
+
+
+def test_offset_of_last_event_without_blank_line(impl):
+    good = chunk([tool_delta(0, id="a", name="f", arguments="{}")])
+    body = good + b"\r\n" + b"data: {"
+    result = impl.reassemble(body)
+    assert [(e.kind, e.offset) for e in result.errors] == [("malformed chunk", len(good) + 2)]
+
+
+def test_offset_counts_utf8_bytes_not_characters(impl):
+    good = chunk([tool_delta(0, id="a", name="f", arguments=json.dumps({"t": "東京😀"}, ensure_ascii=False))])
+    body = good + b"data: bad\n\n"
+    assert len(good) != len(good.decode())
+    result = impl.reassemble(body)
+    assert [(e.kind, e.offset) for e in result.errors] == [("malformed chunk", len(good))]
+    assert result.tool_calls[0].arguments == {"t": "東京😀"}
