@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print_table(rows)
     print()
-    for line in linear_cost(repeats if repeats == 1 else 2):
+    for line in linear_cost(repeats):
         print(line)
     chart(rows, args.png, "\n".join(header[:1] + [f"{n} OpenAI chat streams, {size / MB:.0f} MB"]))
     print(f"\nchart: {args.png}")

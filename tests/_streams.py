@@ -15,8 +15,15 @@ _ENVELOPE = {"id": "chatcmpl-abc123", "object": "chat.completion.chunk", "create
 
 
 def dumps(obj: Any) -> bytes:
-    """Serialise as compact JSON with non-ASCII kept as UTF-8 (as most servers send it)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """Serialise as compact JSON with non-ASCII kept as UTF-8 (as most servers send it).
+
+    Text holding a lone UTF-16 surrogate cannot be UTF-8: it is sent \\u-escaped instead.
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def event(data: bytes | str, *, eol: bytes = b"\n", event_name: str | None = None) -> bytes:
@@ -137,7 +144,13 @@ def run_way(impl: Any, way: str, frags: list[dict], *, seed: int = 0, tail: byte
     if way == "feed":
         acc.feed(frags_body(frags, tail=tail))
     elif way == "feed-split":
-        feed_pieces(acc, frags_body(frags, tail=tail), random_cuts(len(frags_body(frags, tail=tail)), seed))
+        # several seeded random splits: all must give the same Result as the whole body
+        body = frags_body(frags, tail=tail)
+        whole = run_way(impl, "feed", frags, tail=tail)
+        for k in range(5):
+            split = feed_split(impl, body, random_cuts(len(body), seed * 100 + k))
+            assert split == whole, (seed * 100 + k, split, whole)
+        feed_pieces(acc, body, random_cuts(len(body), seed))
     elif way == "feed_chunk":
         for f in frags:
             acc.feed_chunk(frag_chunk(f))

@@ -13,7 +13,7 @@ import orjson
 from orjson import JSONDecodeError as _JSONDecodeError
 from orjson import loads as _loads
 
-from . import _dispatch
+from . import _dispatch, _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
                         StreamState, build_result, parses)
@@ -112,14 +112,14 @@ class Accumulator:
         # Split at blank lines first: most events are one "data:" line, handled inline.
         pieces = buf.split(b"\n\n")
         rest = pieces.pop()
+        # When the LFs are exactly the separators (and rest's own), no piece holds a line break:
+        # then a piece that starts with "data: " is a whole one-line event.
+        single_lines = buf.count(b"\n") == 2 * len(pieces) + rest.count(b"\n")
         pos = self._offset
-        state = self._state
-        handle_event = _dispatch.handle_event
         for piece in pieces:
-            if piece[:5] == b"data:" and not self._data and self._event is None and b"\n" not in piece:
-                payload = piece[6:] if piece[5:6] == b" " else piece[5:]
-                if not self._chunk_fast(payload):
-                    handle_event(self, state, None, payload, pos)
+            if piece[:6] == b"data: " and not self._data and self._event is None and (
+                    single_lines or piece.find(b"\n") < 0):
+                self._chunk(piece[6:], pos)
             else:
                 self._lines(piece, pos)
                 self._line(b"", pos + len(piece) + 1)
@@ -157,67 +157,54 @@ class Accumulator:
             pos += n
         self._offset = pos
 
-    def _chunk_fast(self, payload: bytes) -> bool:
-        """Apply a chunk that only continues tool calls' arguments; False for anything else.
+    def _chunk(self, payload: bytes, offset: int) -> None:
+        """Apply one event's chunk: the commonest shape inline, every other through the general adapter.
 
-        The twin of the compiled fast path: it takes only the commonest shape, and the general
-        adapter (_openai_chat) takes everything, including this shape, the same way.
+        The twin of the compiled fast path. The inline part takes only chunks that continue one
+        known call's arguments; the general adapter (_openai_chat) would do the same with them.
         """
-        if payload[:1] != b"{":
-            return False
         try:
             chunk = _loads(payload)
         except _JSONDecodeError:
+            _dispatch.handle_event(self, self._state, None, payload, offset)
+            return
+        if type(chunk) is dict:
+            choices = chunk.get("choices")
+            if type(choices) is list and len(choices) == 1 and chunk.get("usage") is None and (
+                    chunk.get("error") is None):
+                choice = choices[0]
+                if type(choice) is dict and choice.get("finish_reason") is None and "message" not in choice:
+                    delta = choice.get("delta")
+                    if type(delta) is dict and len(delta) == 1:
+                        calls = delta.get("tool_calls")
+                        if type(calls) is list and len(calls) == 1 and self._continue(choice, calls[0]):
+                            return
+        _openai_chat.handle_chunk(self, self._state, chunk, offset)
+
+    def _continue(self, choice: dict, call: Any) -> bool:
+        """Append a fragment that continues a known call with plain text; False when it is anything else."""
+        if type(call) is not dict or call.get("id") is not None:
             return False
-        choices = chunk.get("choices")
-        if type(choices) is not list or len(choices) != 1 or chunk.get("usage") is not None or (
-                chunk.get("error") is not None):
+        function = call.get("function")
+        if type(function) is not dict or function.get("name") is not None:
             return False
-        choice = choices[0]
-        if type(choice) is not dict or choice.get("finish_reason") is not None or "message" in choice:
+        arguments = function.get("arguments")
+        cs = self._choices.get(choice.get("index", 0))
+        if cs is None or type(arguments) is not str:
             return False
-        delta = choice.get("delta")
-        number = choice.get("index", 0)
-        if type(delta) is not dict or len(delta) != 1 or type(number) is not int:
+        slot = cs.by_index.get(call.get("index"))
+        if slot is None or slot.pending or slot.cumulative is not None:
             return False
-        calls = delta.get("tool_calls")
-        if type(calls) is not list:
-            return False
-        if len(calls) == 1:
-            # One continuation fragment: append inline when its call is known and plain.
-            call = calls[0]
-            if type(call) is not dict or call.get("id") is not None:
+        if arguments:
+            try:
+                data = arguments.encode("utf-8")
+            except UnicodeEncodeError:
                 return False
-            function = call.get("function")
-            index = call.get("index")
-            if type(function) is not dict or function.get("name") is not None or type(index) is not int:
-                return False
-            arguments = function.get("arguments")
-            cs = self._choices.get(number)
-            slot = cs.by_index.get(index) if cs is not None else None
-            if slot is None or type(arguments) is not str or slot.pending or slot.cumulative is not None:
-                self._fragment(number, index, None, None, arguments)
-                return True
-            cs.latest = slot
-            if arguments:
-                try:
-                    data = arguments.encode("utf-8")
-                except UnicodeEncodeError:
-                    self._fragment(number, index, None, None, arguments)
-                    return True
-                buf = slot.buf
-                slot.last_start = len(buf)
-                buf += data
-                slot.nfrags += 1
-            return True
-        for call in calls:
-            if type(call) is not dict or call.get("id") is not None:
-                return False
-            function = call.get("function")
-            if type(function) is not dict or function.get("name") is not None or type(call.get("index")) is not int:
-                return False
-        for call in calls:
-            self._fragment(number, call["index"], None, None, call["function"].get("arguments"))
+            buf = slot.buf
+            slot.last_start = len(buf)
+            buf += data
+            slot.nfrags += 1
+        cs.latest = slot
         return True
 
     def _line(self, line: bytes, pos: int) -> None:

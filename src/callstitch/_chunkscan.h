@@ -453,19 +453,100 @@ static CS_ALWAYS_INLINE int cs_next_member(const unsigned char **pp, const unsig
     return -1;
 }
 
-/* Read an object key at p (must be '"'); key must be escape-free.
- * On success (*k, *kn) = key bytes and returns pointer past ws and ':' and ws
- * (at the value, guaranteed p < e). */
-static CS_ALWAYS_INLINE const unsigned char *cs_key(const unsigned char *p, const unsigned char *e,
-                                          const unsigned char **k, ptrdiff_t *kn)
+/* ------------------------------------------------------------------------ */
+/* object keys                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Key ids. Names are context free; each object reader maps the ones it
+ * interprets and skips the rest. CS_K_OTHER = any other key (skipped). */
+enum {
+    CS_K_OTHER = 0, CS_K_CHOICES, CS_K_USAGE, CS_K_ERROR, CS_K_INDEX, CS_K_DELTA,
+    CS_K_FINISH, CS_K_MESSAGE, CS_K_CONTENT, CS_K_RCONTENT, CS_K_REASONING,
+    CS_K_REFUSAL, CS_K_TOOLCALLS, CS_K_FCALL, CS_K_ID, CS_K_FUNCTION, CS_K_NAME,
+    CS_K_ARGS, CS_K_BAD = -1
+};
+
+/* Classify an escape-free key by its raw bytes. */
+static inline int cs_key_id(const unsigned char *k, ptrdiff_t kn)
 {
+#define CS_KEYIS(lit) (memcmp(k, lit, sizeof(lit) - 1) == 0)
+    switch (kn) {
+    case 2:  return CS_KEYIS("id") ? CS_K_ID : CS_K_OTHER;
+    case 4:  return CS_KEYIS("name") ? CS_K_NAME : CS_K_OTHER;
+    case 5:
+        if (CS_KEYIS("index")) return CS_K_INDEX;
+        if (CS_KEYIS("delta")) return CS_K_DELTA;
+        if (CS_KEYIS("usage")) return CS_K_USAGE;
+        if (CS_KEYIS("error")) return CS_K_ERROR;
+        return CS_K_OTHER;
+    case 7:
+        if (CS_KEYIS("choices")) return CS_K_CHOICES;
+        if (CS_KEYIS("content")) return CS_K_CONTENT;
+        if (CS_KEYIS("refusal")) return CS_K_REFUSAL;
+        if (CS_KEYIS("message")) return CS_K_MESSAGE;
+        return CS_K_OTHER;
+    case 8:  return CS_KEYIS("function") ? CS_K_FUNCTION : CS_K_OTHER;
+    case 9:
+        if (CS_KEYIS("arguments")) return CS_K_ARGS;
+        if (CS_KEYIS("reasoning")) return CS_K_REASONING;
+        return CS_K_OTHER;
+    case 10: return CS_KEYIS("tool_calls") ? CS_K_TOOLCALLS : CS_K_OTHER;
+    case 13:
+        if (CS_KEYIS("finish_reason")) return CS_K_FINISH;
+        if (CS_KEYIS("function_call")) return CS_K_FCALL;
+        return CS_K_OTHER;
+    case 17: return CS_KEYIS("reasoning_content") ? CS_K_RCONTENT : CS_K_OTHER;
+    default: return CS_K_OTHER;
+    }
+#undef CS_KEYIS
+}
+
+/* Read an object key at p (must be '"') and the following ':'.
+ * Returns a pointer to the value (p < e guaranteed) and sets *id, or NULL.
+ * A key containing a backslash gives *id = CS_K_BAD (the caller, which
+ * interprets keys, then falls back).
+ *
+ * Fast path: the bytes are compared against the literal spellings of the
+ * keys that occur in chat.completion.chunk payloads, including the closing
+ * quote. A literal match proves the key is exactly that escape-free string,
+ * and the key's end is then known without scanning for it (this removes a
+ * data-dependent load->search->pointer chain per key). Anything else is
+ * scanned and classified normally, so the literal list only affects speed. */
+static CS_ALWAYS_INLINE const unsigned char *cs_key(const unsigned char *p, const unsigned char *e, int *id)
+{
+    const unsigned char *q = NULL;
     int esc = 0;
-    const unsigned char *q;
     if (p >= e || *p != '"') return NULL;
+    if (CS_LIKELY(e - p >= 24)) {
+#define CS_LIT(lit, kid) \
+    if (memcmp(p + 1, lit "\"", sizeof(lit)) == 0) { q = p + sizeof(lit); *id = kid; goto have; }
+        switch (p[1]) {
+        case 'a': CS_LIT("arguments", CS_K_ARGS); break;
+        case 'c': CS_LIT("content", CS_K_CONTENT); CS_LIT("choices", CS_K_CHOICES);
+                  CS_LIT("created", CS_K_OTHER); break;
+        case 'd': CS_LIT("delta", CS_K_DELTA); break;
+        case 'e': CS_LIT("error", CS_K_ERROR); break;
+        case 'f': CS_LIT("function", CS_K_FUNCTION); CS_LIT("finish_reason", CS_K_FINISH);
+                  CS_LIT("function_call", CS_K_FCALL); break;
+        case 'i': CS_LIT("index", CS_K_INDEX); CS_LIT("id", CS_K_ID); break;
+        case 'l': CS_LIT("logprobs", CS_K_OTHER); break;
+        case 'm': CS_LIT("model", CS_K_OTHER); CS_LIT("message", CS_K_MESSAGE); break;
+        case 'n': CS_LIT("name", CS_K_NAME); break;
+        case 'o': CS_LIT("object", CS_K_OTHER); CS_LIT("obfuscation", CS_K_OTHER); break;
+        case 'r': CS_LIT("role", CS_K_OTHER); CS_LIT("reasoning_content", CS_K_RCONTENT);
+                  CS_LIT("reasoning", CS_K_REASONING); CS_LIT("refusal", CS_K_REFUSAL); break;
+        case 's': CS_LIT("system_fingerprint", CS_K_OTHER); CS_LIT("service_tier", CS_K_OTHER); break;
+        case 't': CS_LIT("tool_calls", CS_K_TOOLCALLS); CS_LIT("type", CS_K_OTHER); break;
+        case 'u': CS_LIT("usage", CS_K_USAGE); break;
+        default: break;
+        }
+#undef CS_LIT
+    }
     q = cs_str(p + 1, e, &esc);
-    if (!q || esc) return NULL;
-    *k = p + 1;
-    *kn = q - (p + 1);
+    if (!q) return NULL;
+    *id = esc ? CS_K_BAD : cs_key_id(p + 1, q - (p + 1));
+have:
+    /* q at the closing quote */
     if (CS_LIKELY(e - q > 2 && q[1] == ':' && q[2] > ' ')) return q + 2;
     p = cs_ws(q + 1, e);
     if (p >= e || *p != ':') return NULL;
@@ -474,8 +555,6 @@ static CS_ALWAYS_INLINE const unsigned char *cs_key(const unsigned char *p, cons
     return p;
 }
 
-#define CS_KEYEQ(k, kn, lit) ((kn) == (ptrdiff_t)(sizeof(lit) - 1) && memcmp((k), (lit), sizeof(lit) - 1) == 0)
-
 /* ------------------------------------------------------------------------ */
 /* structured readers                                                        */
 /* ------------------------------------------------------------------------ */
@@ -483,17 +562,18 @@ static CS_ALWAYS_INLINE const unsigned char *cs_key(const unsigned char *p, cons
 /* function object (depth 7); p at '{' */
 static inline const unsigned char *cs_function(const unsigned char *p, const unsigned char *e, cs_frag *f)
 {
-    const unsigned char *k;
-    ptrdiff_t kn;
-    int r;
+    int id, r;
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return p + 1;
     for (;;) {
-        p = cs_key(p, e, &k, &kn);
+        p = cs_key(p, e, &id);
         if (!p) return NULL;
-        if (CS_KEYEQ(k, kn, "arguments")) p = cs_strnull(p, e, &f->args);
-        else if (CS_KEYEQ(k, kn, "name")) p = cs_strnull(p, e, &f->name);
-        else p = cs_skipv(p, e, 7);
+        switch (id) {
+        case CS_K_ARGS: p = cs_strnull(p, e, &f->args); break;
+        case CS_K_NAME: p = cs_strnull(p, e, &f->name); break;
+        case CS_K_BAD:  return NULL;
+        default:        p = cs_skipv(p, e, 7); break;
+        }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
         if (r < 0) return NULL;
@@ -504,16 +584,15 @@ static inline const unsigned char *cs_function(const unsigned char *p, const uns
 /* tool call object (depth 6); p at '{' */
 static inline const unsigned char *cs_call(const unsigned char *p, const unsigned char *e, cs_frag *f)
 {
-    const unsigned char *k;
-    ptrdiff_t kn;
-    int r;
+    int id, r;
     unsigned seen = 0;
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return p + 1;
     for (;;) {
-        p = cs_key(p, e, &k, &kn);
+        p = cs_key(p, e, &id);
         if (!p) return NULL;
-        if (CS_KEYEQ(k, kn, "index")) {
+        switch (id) {
+        case CS_K_INDEX:
             if (seen & 1u) return NULL;
             seen |= 1u;
             if (*p == 'n') {
@@ -523,16 +602,22 @@ static inline const unsigned char *cs_call(const unsigned char *p, const unsigne
                 p = cs_int64(p, e, &f->index);
                 f->has_index = 1;
             }
-        } else if (CS_KEYEQ(k, kn, "function")) {
+            break;
+        case CS_K_FUNCTION:
             if (seen & 2u) return NULL;
             seen |= 2u;
             if (*p == '{') p = cs_function(p, e, f);
             else if (cs_is_null(p, e)) p += 4;
             else return NULL;
-        } else if (CS_KEYEQ(k, kn, "id")) {
+            break;
+        case CS_K_ID:
             p = cs_strnull(p, e, &f->id);
-        } else {
+            break;
+        case CS_K_BAD:
+            return NULL;
+        default:
             p = cs_skipv(p, e, 6);
+            break;
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -571,44 +656,28 @@ static inline const unsigned char *cs_tool_calls(const unsigned char *p, const u
 static inline const unsigned char *cs_delta(const unsigned char *p, const unsigned char *e,
                                             cs_chunk *out, cs_choice *ch)
 {
-    const unsigned char *k;
-    ptrdiff_t kn;
-    int r;
+    int id, r;
     int seen_tc = 0;
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return p + 1;
     for (;;) {
-        p = cs_key(p, e, &k, &kn);
+        p = cs_key(p, e, &id);
         if (!p) return NULL;
-        switch (kn) {
-        case 7:
-            if (memcmp(k, "content", 7) == 0) { p = cs_strnull(p, e, &ch->content); break; }
-            if (memcmp(k, "refusal", 7) == 0) { p = cs_strnull(p, e, &ch->refusal); break; }
-            p = cs_skipv(p, e, 4);
+        switch (id) {
+        case CS_K_CONTENT:   p = cs_strnull(p, e, &ch->content); break;
+        case CS_K_RCONTENT:  p = cs_strnull(p, e, &ch->reasoning_content); break;
+        case CS_K_REASONING: p = cs_strnull(p, e, &ch->reasoning); break;
+        case CS_K_REFUSAL:   p = cs_strnull(p, e, &ch->refusal); break;
+        case CS_K_TOOLCALLS:
+            if (seen_tc) return NULL;
+            seen_tc = 1;
+            if (*p == '[') p = cs_tool_calls(p, e, out, ch);
+            else if (cs_is_null(p, e)) p += 4;
+            else return NULL;
             break;
-        case 9:
-            if (memcmp(k, "reasoning", 9) == 0) { p = cs_strnull(p, e, &ch->reasoning); break; }
-            p = cs_skipv(p, e, 4);
-            break;
-        case 10:
-            if (memcmp(k, "tool_calls", 10) == 0) {
-                if (seen_tc) return NULL;
-                seen_tc = 1;
-                if (*p == '[') p = cs_tool_calls(p, e, out, ch);
-                else if (cs_is_null(p, e)) p += 4;
-                else return NULL;
-                break;
-            }
-            p = cs_skipv(p, e, 4);
-            break;
-        case 13:
-            if (memcmp(k, "function_call", 13) == 0) return NULL;
-            p = cs_skipv(p, e, 4);
-            break;
-        case 17:
-            if (memcmp(k, "reasoning_content", 17) == 0) { p = cs_strnull(p, e, &ch->reasoning_content); break; }
-            p = cs_skipv(p, e, 4);
-            break;
+        case CS_K_FCALL:
+        case CS_K_BAD:
+            return NULL;
         default:
             p = cs_skipv(p, e, 4);
             break;
@@ -624,31 +693,35 @@ static inline const unsigned char *cs_delta(const unsigned char *p, const unsign
 static inline const unsigned char *cs_choice_obj(const unsigned char *p, const unsigned char *e,
                                                  cs_chunk *out, cs_choice *ch)
 {
-    const unsigned char *k;
-    ptrdiff_t kn;
-    int r;
+    int id, r;
     unsigned seen = 0;
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return NULL;   /* no "index" */
     for (;;) {
-        p = cs_key(p, e, &k, &kn);
+        p = cs_key(p, e, &id);
         if (!p) return NULL;
-        if (kn == 5 && memcmp(k, "index", 5) == 0) {
+        switch (id) {
+        case CS_K_INDEX:
             if (seen & 1u) return NULL;
             seen |= 1u;
             p = cs_int64(p, e, &ch->index);   /* null -> fails */
-        } else if (kn == 5 && memcmp(k, "delta", 5) == 0) {
+            break;
+        case CS_K_DELTA:
             if (seen & 2u) return NULL;
             seen |= 2u;
             if (*p == '{') p = cs_delta(p, e, out, ch);
             else if (cs_is_null(p, e)) p += 4;
             else return NULL;
-        } else if (kn == 13 && memcmp(k, "finish_reason", 13) == 0) {
+            break;
+        case CS_K_FINISH:
             p = cs_strnull(p, e, &ch->finish_reason);
-        } else if (kn == 7 && memcmp(k, "message", 7) == 0) {
+            break;
+        case CS_K_MESSAGE:
+        case CS_K_BAD:
             return NULL;
-        } else {
+        default:
             p = cs_skipv(p, e, 3);
+            break;
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -694,9 +767,7 @@ static inline const unsigned char *cs_choices(const unsigned char *p, const unsi
 static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chunk *out)
 {
     const unsigned char *e = p + n;
-    const unsigned char *k;
-    ptrdiff_t kn;
-    int r;
+    int id, r;
     unsigned seen = 0;
 
     out->n_choices = 0;
@@ -709,26 +780,33 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
         p++;
     } else {
         for (;;) {
-            p = cs_key(p, e, &k, &kn);
+            p = cs_key(p, e, &id);
             if (!p) return 0;
-            if (kn == 7 && memcmp(k, "choices", 7) == 0) {
+            switch (id) {
+            case CS_K_CHOICES:
                 if (seen & 1u) return 0;
                 seen |= 1u;
                 if (*p == '[') p = cs_choices(p, e, out);
                 else if (cs_is_null(p, e)) p += 4;
                 else return 0;
-            } else if (kn == 5 && memcmp(k, "usage", 5) == 0) {
+                break;
+            case CS_K_USAGE:
                 if (seen & 2u) return 0;
                 seen |= 2u;
                 if (!cs_is_null(p, e)) return 0;
                 p += 4;
-            } else if (kn == 5 && memcmp(k, "error", 5) == 0) {
+                break;
+            case CS_K_ERROR:
                 if (seen & 4u) return 0;
                 seen |= 4u;
                 if (!cs_is_null(p, e)) return 0;
                 p += 4;
-            } else {
+                break;
+            case CS_K_BAD:
+                return 0;
+            default:
                 p = cs_skipv(p, e, 1);
+                break;
             }
             if (!p) return 0;
             r = cs_next_member(&p, e, '}');
