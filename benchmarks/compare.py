@@ -85,11 +85,15 @@ def measure(work: list, slow_n: int, repeats: int) -> list[dict]:
             continue
         fn = contenders.get(name)
         subset = work[:slow_n] if spec.slow else work
-        wrong = None if spec.kind == "floor" else contenders.check(fn, subset)
+        bodies = [b for b, _ in subset]
+        try:
+            wrong = None if spec.kind == "floor" else contenders.check(fn, subset)
+            dt = best_time(fn, bodies, repeats)
+        except Exception as exc:  # one broken contender must not hide the others' rows
+            row.update(status="ERROR", note=f"{type(exc).__name__}: {exc}")
+            continue
         row["status"] = "floor" if spec.kind == "floor" else ("WRONG" if wrong else "ok")
         row["note"] = wrong
-        bodies = [b for b, _ in subset]
-        dt = best_time(fn, bodies, repeats)
         row.update(responses=len(bodies), rate=sum(map(len, bodies)) / dt,
                    events=sum(map(workload.count_events, bodies)) / dt)
         print(f"  timed {name} on {len(bodies)} responses: {row['rate'] / MB:.1f} MB/s", file=sys.stderr)
@@ -127,14 +131,16 @@ def linear_cost(repeats: int) -> list[str]:
             continue
         fn = contenders.get(name)
         rates = []
-        for (body, expected), loops in ((small, 100), (big, 1)):
-            if fn(body) != expected:
-                lines.append(f"linear cost, {name}: WRONG result on a {len(body) / MB:.0f} MB body")
-                break
-            rates.append(len(body) * loops / best_time(fn, [body] * loops, repeats))
-        else:
-            lines.append(f"linear cost, {name}: 4 MB call {rates[1] / MB:.0f} MB/s vs 20 KB call "
-                         f"{rates[0] / MB:.0f} MB/s of body, ratio {rates[1] / rates[0]:.2f} (1.00 = linear)")
+        try:
+            for (body, expected), loops in ((small, 100), (big, 1)):
+                if fn(body) != expected:
+                    raise ValueError(f"WRONG result on a {len(body) / MB:.0f} MB body")
+                rates.append(len(body) * loops / best_time(fn, [body] * loops, repeats))
+        except Exception as exc:
+            lines.append(f"linear cost, {name}: {type(exc).__name__}: {exc}")
+            continue
+        lines.append(f"linear cost, {name}: 4 MB call {rates[1] / MB:.0f} MB/s vs 20 KB call "
+                     f"{rates[0] / MB:.0f} MB/s of body, ratio {rates[1] / rates[0]:.2f} (1.00 = linear)")
     return lines
 
 
@@ -143,6 +149,7 @@ def chart(rows: list[dict], path: Path, title: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     colours = {"callstitch": "#d62728", "baseline": "#1f77b4", "floor": "#7f7f7f", "peer": "#ff7f0e"}
     rows = sorted(rows, key=lambda r: r["rate"] or 0)
@@ -151,7 +158,7 @@ def chart(rows: list[dict], path: Path, title: str) -> None:
     left = min(timed) / MB / 3 if timed else 0.1
     for y, r in enumerate(rows):
         if r["rate"] is None:
-            ax.text(left * 1.1, y, r["status"], va="center", color="#7f7f7f", style="italic")
+            ax.text(left * 1.3, y, r["status"], va="center", color="#7f7f7f", style="italic")
             continue
         mbs = r["rate"] / MB
         ax.barh(y, mbs - left, left=left, color=colours[r["kind"]],
@@ -159,6 +166,7 @@ def chart(rows: list[dict], path: Path, title: str) -> None:
         ax.text(mbs * 1.05, y, f"{mbs:,.1f}" + (" (WRONG)" if r["status"] == "WRONG" else ""), va="center",
                 fontsize=9)
     ax.set_yticks(range(len(rows)), [r["name"] for r in rows])
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in colours.items()], loc="lower right", fontsize=8)
     ax.set_xscale("log")
     ax.set_xlim(left, max(timed or [1e6]) / MB * 4)
     ax.set_xlabel("MB/s of raw SSE body (log scale; higher is better)")

@@ -10,8 +10,17 @@
  * overflow) and the reported spans are exactly what the adapter would read.
  * When in doubt it returns 0.
  *
- * Pure C99, header only, no allocation, no Python API.  Every symbol is
- * prefixed cs_ / CS_.
+ * Pure C99, header only, no allocation, no recursion beyond the fixed chunk
+ * structure, no Python API.  Every symbol is prefixed cs_ / CS_.  On
+ * GCC/Clang with SSE2 (x86-64 baseline) string scanning uses SSE2
+ * intrinsics; define CS_NO_SIMD to force the portable 8-byte SWAR path.
+ *
+ * Deliberately conservative (returns 0 although orjson would accept):
+ *   - any key containing a backslash in an object whose keys are
+ *     interpreted (top level, choice, delta, tool call, function);
+ *   - any number whose digit count + |exponent| exceeds 300;
+ *   - an "index" with 19 or more digits;
+ *   - nesting deeper than 64 (top-level object = depth 1).
  */
 #ifndef CALLSTITCH_CHUNKSCAN_H
 #define CALLSTITCH_CHUNKSCAN_H
