@@ -594,8 +594,10 @@ cdef class Accumulator:
             slot.cumulative = [n]
             buf += data
         elif slot.cumulative is not None:
+            # Once two fragments have grown the text, one that repeats it all still fits cumulative
+            # sending (the complete text resent at the end); a second fragment equal to the first does not.
             size = PyByteArray_GET_SIZE(buf)
-            if n > size and data.startswith(buf):
+            if (n > size or (n == size and len(slot.cumulative) > 1)) and data.startswith(buf):
                 slot.cumulative.append(n)
                 buf[:] = data
             else:

@@ -193,7 +193,7 @@ class Accumulator:
         if cs is None or type(arguments) is not str:
             return False
         slot = cs.by_index.get(call.get("index"))
-        if slot is None or slot.pending or slot.cumulative is not None:
+        if slot is None or not slot.nfrags or slot.pending or slot.cumulative is not None:
             return False
         if arguments:
             try:
@@ -274,7 +274,7 @@ class Accumulator:
             # The common continuation fragment: arguments for a call already known by its index.
             cs = self._choices.get(choice)
             slot = cs.by_index.get(index) if cs is not None else None
-            if slot is not None and not slot.pending and slot.cumulative is None:
+            if slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None:
                 cs.latest = slot
                 if arguments:
                     try:
@@ -378,8 +378,10 @@ class Accumulator:
             slot.cumulative = [n]
             buf += data
         elif slot.cumulative is not None:
+            # Once two fragments have grown the text, one that repeats it all still fits cumulative
+            # sending (the complete text resent at the end); a second fragment equal to the first does not.
             size = len(buf)
-            if n > size and data.startswith(buf):
+            if (n > size or (n == size and len(slot.cumulative) > 1)) and data.startswith(buf):
                 slot.cumulative.append(n)
                 buf[:] = data
             else:
