@@ -196,10 +196,12 @@ def get(name: str) -> Callable[[bytes], list | None]:
         try:
             _made[name] = CONTENDERS[name].make()
         except ImportError as exc:
-            hint = {"callstitch-c": "the compiled twin is not built (pip install -e . builds it)",
-                    "openai_sdk": "pip install openai", "langchain": "pip install langchain-core",
-                    "litellm": "pip install litellm"}.get(name, "pip install -e .")
-            _failed[name] = f"{name} unavailable: {exc} ({hint})"
+            hint = ""
+            if isinstance(exc, ModuleNotFoundError):  # not installed, rather than broken
+                hint = " (" + {"callstitch-c": "the compiled twin is not built: pip install -e .",
+                               "openai_sdk": "pip install openai", "langchain": "pip install langchain-core",
+                               "litellm": "pip install litellm"}.get(name, "pip install -e .") + ")"
+            _failed[name] = f"{name} unavailable: {exc}{hint}"
             raise ImportError(_failed[name]) from None
     return _made[name]
 

@@ -8,7 +8,8 @@ import random
 import pytest
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
-FORMATS = {"openai-chat": "openai-chat"}  # grows as formats are added
+FORMATS = {"openai-chat": "openai-chat", "openai-responses": "openai-responses", "anthropic-messages": "anthropic",
+           "gemini": "gemini", "bedrock-converse": "bedrock", "cohere-v2": "cohere"}
 
 
 def captures():
@@ -44,8 +45,24 @@ def check(result, expected):
 
 
 @pytest.mark.parametrize("stem,expected", list(captures()))
+def body_of(stem):
+    """The bytes as the provider sent them: the raw AWS event stream where there is one."""
+    path = stem + ".eventstream" if os.path.exists(stem + ".eventstream") else stem + ".sse"
+    return open(path, "rb").read()
+
+
+@pytest.mark.parametrize("stem,expected", list(captures()))
+@pytest.mark.parametrize("how", ["named", "auto", "sse-form"])
+def test_capture_format(impl, stem, expected, how):
+    body = body_of(stem) if how != "sse-form" else open(stem + ".sse", "rb").read()
+    result = impl.reassemble(body, format="auto" if how == "auto" else FORMATS[expected["format"]])
+    check(result, expected)
+    assert result.format == FORMATS[expected["format"]]
+
+
+@pytest.mark.parametrize("stem,expected", list(captures()))
 def test_capture(impl, stem, expected):
-    body = open(stem + ".sse", "rb").read()
+    body = body_of(stem)
     fmt = FORMATS[expected["format"]]
     whole = impl.reassemble(body, format=fmt)
     check(whole, expected)
@@ -57,7 +74,17 @@ def test_capture(impl, stem, expected):
 
 
 @pytest.mark.parametrize("stem,expected", list(captures()))
-def test_capture_twins_agree(both, stem, expected):
-    body = open(stem + ".sse", "rb").read()
-    c, py = (i.reassemble(body, format=FORMATS[expected["format"]]) for i in both)
+@pytest.mark.parametrize("fmt", ["named", "auto"])
+def test_capture_twins_agree(both, stem, expected, fmt):
+    body = body_of(stem)
+    name = "auto" if fmt == "auto" else FORMATS[expected["format"]]
+    c, py = (i.reassemble(body, format=name) for i in both)
     assert c == py
+    for seed in range(3):
+        fed = []
+        for i in both:
+            acc = i.Accumulator(format=name)
+            for piece in pieces(body, seed):
+                acc.feed(piece)
+            fed.append(acc.finalize())
+        assert fed[0] == fed[1] == c

@@ -16,10 +16,11 @@ from libc.string cimport memchr, memcmp, memcpy, memmove
 
 import orjson
 
-from . import _dispatch
+from . import _dispatch, _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
-                        StreamState, build_result, parses)
+                        build_result, parses)
+from ._state import StreamState
 from ._text import encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
@@ -71,6 +72,10 @@ cdef int _Q_RESENT_NAME = Q_RESENT_NAME
 cdef int _Q_SPLIT_SURROGATE = Q_SPLIT_SURROGATE
 
 cdef object _handle_event = _dispatch.handle_event
+cdef object _route_framing = _framing.route
+cdef object _finish_framing = _framing.finish
+cdef object _close = _dispatch.close
+cdef object _SSE = _framing.SSE
 cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
 
@@ -160,6 +165,8 @@ cdef class Accumulator:
     cdef dict _choices
     cdef dict _texts
     cdef bint _fast
+    cdef bint _auto
+    cdef bint _sse
     # SSE framing state
     cdef bytearray _tail
     cdef Py_ssize_t _offset
@@ -170,7 +177,7 @@ cdef class Accumulator:
     cdef Py_ssize_t _data_cap
     cdef Py_ssize_t _data_lines
     cdef Py_ssize_t _data_offset
-    cdef object _event
+    cdef object _event_name
     cdef cs_chunk _chunk
     # The slot the last indexed fragment went to: a continuation of it needs no dict lookups.
     # Every _route clears it, since only _route changes which slot an index maps to.
@@ -185,11 +192,13 @@ cdef class Accumulator:
     def __init__(self, format="openai-chat"):
         self._state = StreamState(_dispatch.check_format(format))
         self._fast = format == "openai-chat"
+        self._auto = format == "auto"
+        self._sse = self._state.framing == _SSE
         self._slots = []
         self._choices = {}
         self._texts = {}
         self._tail = bytearray()
-        self._event = None
+        self._event_name = None
 
     def __dealloc__(self):
         PyMem_Free(self._data)
@@ -201,6 +210,15 @@ cdef class Accumulator:
         cdef const unsigned char[::1] view
         if isinstance(data, str):
             data = (<str>data).encode("utf-8")
+        if not self._sse:
+            if not isinstance(data, bytes):
+                data = bytes(data)
+            if not data:
+                return
+            data = _route_framing(self, self._state, data)
+            if data is None:
+                return
+            self._sse = True
         if isinstance(data, bytes):
             self._feed(<const unsigned char *><char *>data, len(<bytes>data))
             return
@@ -311,7 +329,7 @@ cdef class Accumulator:
             if self._data_lines:
                 self._dispatch_event()
             else:
-                self._event = None
+                self._event_name = None
             return 0
         if n >= 5 and memcmp(p, b"data:", 5) == 0:
             value = p + 5
@@ -338,7 +356,7 @@ cdef class Accumulator:
         if flen == 4 and memcmp(p, b"data", 4) == 0:
             self._data_add(value, 0, pos)
         elif flen == 5 and memcmp(p, b"event", 5) == 0:
-            self._event = (<const char *>value)[:vn].decode("utf-8", "replace")
+            self._event_name = (<const char *>value)[:vn].decode("utf-8", "replace")
         # id, retry and unknown fields carry nothing callstitch needs
         return 0
 
@@ -369,18 +387,35 @@ cdef class Accumulator:
 
     cdef int _dispatch_payload(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Handle one event's data: on the fast path when the scanner understands it, else the general one."""
-        cdef object event = self._event
-        self._event = None
+        cdef object event = self._event_name
+        self._event_name = None
         if event is None and self._fast and cs_scan_chat_chunk(data, n, &self._chunk):
             self._apply_chunk()
             return 0
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
+        if self._auto and self._state.format != "auto":
+            # format="auto" has just learnt the format: the fast path applies from now on if it is chat.
+            self._auto = False
+            self._fast = self._state.format == "openai-chat"
         return 0
+
+    def _event(self, event, bytes data, offset):
+        """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
+        self._event_name = event
+        self._data_offset = offset
+        self._dispatch_payload(<const unsigned char *><char *>data, len(data))
 
     cdef int _end_of_stream(self) except -1:
         """Dispatch what the stream left pending: the last event needs no closing blank line."""
         cdef Py_ssize_t m
+        if not self._sse:
+            data = _finish_framing(self, self._state)
+            if data is None:
+                _close(self, self._state)
+                return 0
+            self._sse = True
+            self.feed(data)
         self._skip_lf = False
         m = PyByteArray_GET_SIZE(self._tail)
         if m:
@@ -390,6 +425,7 @@ cdef class Accumulator:
             self._offset += m
         if self._data_lines:
             self._dispatch_event()
+        _close(self, self._state)
         return 0
 
     # ---------------------------------------------------------------- the fast path

@@ -13,11 +13,12 @@ import orjson
 from orjson import JSONDecodeError as _JSONDecodeError
 from orjson import loads as _loads
 
-from . import _dispatch, _openai_chat
+from . import _dispatch, _framing, _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
-                        StreamState, build_result, parses)
+                        build_result, parses)
 from ._results import Result
+from ._state import StreamState
 from ._text import encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
@@ -70,6 +71,7 @@ class Accumulator:
         self._slots: list[_Slot] = []
         self._choices: dict[int, _ChoiceState] = {}
         self._texts: dict[int, list] = {}
+        self._sse = self._state.framing == _framing.SSE
         # SSE framing state
         self._tail = b""          # an incomplete line carried to the next feed
         self._offset = 0          # stream offset of the first byte of _tail
@@ -77,7 +79,7 @@ class Accumulator:
         self._skip_lf = False     # the last feed ended in CR: a leading LF belongs to it
         self._data: list[bytes] = []
         self._data_offset = 0
-        self._event: str | None = None
+        self._event_name: str | None = None
 
     # ---------------------------------------------------------------- framing
 
@@ -89,6 +91,11 @@ class Accumulator:
             data = bytes(data)
         if not data:
             return
+        if not self._sse:
+            data = _framing.route(self, self._state, data)
+            if data is None:
+                return
+            self._sse = True
         if not self._started:
             head = self._tail + data
             if len(head) < 3 and _BOM.startswith(head):
@@ -116,13 +123,16 @@ class Accumulator:
         # then a piece that starts with "data: " is a whole one-line event.
         single_lines = buf.count(b"\n") == 2 * len(pieces) + rest.count(b"\n")
         pos = self._offset
+        state = self._state
+        chat = state.format == "openai-chat"
         for piece in pieces:
-            if piece[:6] == b"data: " and not self._data and self._event is None and (
+            if chat and piece[:6] == b"data: " and not self._data and self._event_name is None and (
                     single_lines or piece.find(b"\n") < 0):
                 self._chunk(piece[6:], pos)
             else:
                 self._lines(piece, pos)
                 self._line(b"", pos + len(piece) + 1)
+                chat = state.format == "openai-chat"  # format="auto" may have just learnt it
             pos += len(piece) + 2
         # Complete lines after the last blank line are taken now, so no line is read twice.
         end = rest.rfind(b"\n")
@@ -210,9 +220,9 @@ class Accumulator:
     def _line(self, line: bytes, pos: int) -> None:
         if not line:
             if self._data:
-                self._dispatch()
+                self._dispatch_event()
             else:
-                self._event = None
+                self._event_name = None
             return
         if line[:5] == b"data:":
             if not self._data:
@@ -229,17 +239,28 @@ class Accumulator:
                 self._data_offset = pos
             self._data.append(b"")
         elif field == b"event":
-            self._event = value.decode("utf-8", "replace")
+            self._event_name = value.decode("utf-8", "replace")
         # id, retry and unknown fields carry nothing callstitch needs
 
-    def _dispatch(self) -> None:
+    def _dispatch_event(self) -> None:
         data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
         self._data.clear()
-        event, self._event = self._event, None
+        event, self._event_name = self._event_name, None
         _dispatch.handle_event(self, self._state, event, data, self._data_offset)
+
+    def _event(self, event: str | None, data: bytes, offset: int) -> None:
+        """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
+        _dispatch.handle_event(self, self._state, event, data, offset)
 
     def _end_of_stream(self) -> None:
         """Dispatch what the stream left pending: the last event needs no closing blank line."""
+        if not self._sse:
+            data = _framing.finish(self, self._state)
+            if data is None:
+                _dispatch.close(self, self._state)
+                return
+            self._sse = True
+            self.feed(data)
         if self._skip_lf:
             self._skip_lf = False
         if self._tail:
@@ -247,7 +268,8 @@ class Accumulator:
             self._line(tail, self._offset)
             self._offset += len(tail)
         if self._data:
-            self._dispatch()
+            self._dispatch_event()
+        _dispatch.close(self, self._state)
 
     # ---------------------------------------------------------------- chunks and fragments
 

@@ -903,4 +903,319 @@ static inline int cs_utf8_valid(const unsigned char *p, ptrdiff_t n)
     return 1;
 }
 
+/* ------------------------------------------------------------------------ */
+/* generic validating field extractor                                        */
+/* ------------------------------------------------------------------------ */
+/*
+ * cs_extract(p, n, wants, nwants, out) validates p[0..n) as exactly one JSON
+ * object (same rules and conservative limits as cs_scan_chat_chunk) and
+ * reports, for every want, what sits at its key path.  Returns 1 only when
+ * everything holds, else 0 ("hand it to the general path"; out is then
+ * unspecified).
+ *
+ *   out[k].kind = CS_T_ABSENT  a key on the path is missing, or an
+ *                              intermediate value is null
+ *               = CS_T_NULL    null
+ *               = CS_T_STR     string: p/n/has_esc as in cs_span (raw bytes
+ *                              between the quotes; decode with cs_unescape)
+ *               = CS_T_INT     integer literal (no fraction/exponent) that
+ *                              fits int64: value in .i
+ *               = CS_T_OTHER   true/false/other number/array/object
+ * Returns 0 when: an intermediate value on a path is present but neither an
+ * object nor null; out[k].kind is not in wants[k].allowed; a key on a wanted
+ * path occurs twice in the same object; any key containing a backslash
+ * occurs in an object whose keys are interpreted (the top-level object and
+ * every object reached along a wanted path); the wants are malformed (more
+ * than CS_MAX_WANTS, an empty path, a path longer than CS_MAX_PATH keys, or
+ * two wants naming the same path).  A wanted key containing '"', '\\', a
+ * control character or invalid UTF-8 simply never matches (such a key can
+ * only appear escaped, which already forces 0).  Objects, arrays and values
+ * off the wanted paths are validated and skipped.
+ *
+ * For repeated calls with the same wants, build the plan once with
+ * cs_xplan_init() and call cs_extract_plan(); cs_extract() does both.  The
+ * plan keeps pointers to the wants' key strings, which must outlive it.
+ */
+enum { CS_T_ABSENT = 1, CS_T_NULL = 2, CS_T_STR = 4, CS_T_INT = 8, CS_T_OTHER = 16 };
+#define CS_MAX_WANTS 12
+#define CS_MAX_PATH 5       /* keys per path; path[] has one more slot for NULL */
+
+typedef struct {
+    const char *path[CS_MAX_PATH + 1];  /* object keys from the top-level object, NULL-terminated */
+    int allowed;                        /* bitmask of CS_T_* kinds this field may have */
+} cs_want;
+
+typedef struct {
+    int kind;                           /* one CS_T_* bit */
+    const unsigned char *p; ptrdiff_t n; int has_esc;   /* CS_T_STR */
+    int64_t i;                          /* CS_T_INT */
+} cs_val;
+
+#define CS_X_MAXNODES (1 + CS_MAX_WANTS * (CS_MAX_PATH - 1))
+#define CS_X_MAXENTS  (CS_MAX_WANTS * CS_MAX_PATH)
+
+/* One key of one interpreted object level. */
+typedef struct {
+#ifdef CS_SSE2
+    __m128i pat;                 /* key bytes zero-padded (meaningful if len <= 15) */
+#endif
+    const unsigned char *key;
+    ptrdiff_t len;
+    int want;                    /* out index if a path ends here, else -1 */
+    int child;                   /* node of the object below if paths continue, else -1 */
+} cs_xent;
+
+/* One interpreted object level (a common path prefix). */
+typedef struct {
+    int n;
+    unsigned char ent[CS_MAX_WANTS];
+} cs_xnode;
+
+typedef struct {
+    int ok, nwants, nnodes, nents;
+    int allowed[CS_MAX_WANTS];
+    cs_xnode node[CS_X_MAXNODES];
+    cs_xent ent[CS_X_MAXENTS];
+} cs_xplan;
+
+/* Build the key trie for wants. 1 = ok, 0 = malformed wants (then
+ * cs_extract_plan always returns 0). */
+static inline int cs_xplan_init(cs_xplan *pl, const cs_want *w, int nw)
+{
+    int k, d, j;
+    pl->ok = 0;
+    pl->nwants = 0;
+    pl->nnodes = 1;
+    pl->nents = 0;
+    pl->node[0].n = 0;
+    if (nw < 0 || nw > CS_MAX_WANTS || (nw > 0 && !w)) return 0;
+    for (k = 0; k < nw; k++) {
+        int ni = 0;
+        pl->allowed[k] = w[k].allowed;
+        if (!w[k].path[0] || w[k].path[CS_MAX_PATH]) return 0;
+        for (d = 0; d < CS_MAX_PATH && w[k].path[d]; d++) {
+            const unsigned char *key = (const unsigned char *)w[k].path[d];
+            ptrdiff_t len = (ptrdiff_t)strlen(w[k].path[d]);
+            int last = (d + 1 == CS_MAX_PATH) || !w[k].path[d + 1];
+            cs_xnode *nd = &pl->node[ni];
+            cs_xent *x = NULL;
+            for (j = 0; j < nd->n; j++) {
+                cs_xent *y = &pl->ent[nd->ent[j]];
+                if (y->len == len && memcmp(y->key, key, (size_t)len) == 0) { x = y; break; }
+            }
+            if (!x) {
+                if (nd->n >= CS_MAX_WANTS || pl->nents >= CS_X_MAXENTS) return 0;
+                nd->ent[nd->n++] = (unsigned char)pl->nents;
+                x = &pl->ent[pl->nents++];
+                x->key = key;
+                x->len = len;
+                x->want = -1;
+                x->child = -1;
+#ifdef CS_SSE2
+                {
+                    unsigned char buf[16];
+                    memset(buf, 0, sizeof buf);
+                    memcpy(buf, key, (size_t)(len < 16 ? len : 16));
+                    x->pat = _mm_loadu_si128((const __m128i *)(const void *)buf);
+                }
+#endif
+            }
+            if (last) {
+                if (x->want >= 0) return 0;         /* same path twice */
+                x->want = k;
+            } else {
+                if (x->child < 0) {
+                    if (pl->nnodes >= CS_X_MAXNODES) return 0;
+                    x->child = pl->nnodes++;
+                    pl->node[x->child].n = 0;
+                }
+                ni = x->child;
+            }
+        }
+    }
+    pl->nwants = nw;
+    pl->ok = 1;
+    return 1;
+}
+
+/* Read a key of an interpreted object (p at '"') and the ':' after it.
+ * *ei = entry index of the matching wanted key or -1. Returns a pointer to
+ * the value (p < e) or NULL (invalid, or the key contains an escape). */
+static CS_ALWAYS_INLINE const unsigned char *cs_xkey(const cs_xplan *pl, const cs_xnode *nd,
+                                                     const unsigned char *p, const unsigned char *e, int *ei)
+{
+    const unsigned char *q;
+    ptrdiff_t len;
+    int esc = 0, j;
+    if (p >= e || *p != '"') return NULL;
+    *ei = -1;
+#ifdef CS_SSE2
+    if (CS_LIKELY(e - p >= 17)) {
+        /* the key is clean ASCII and ends within these 16 bytes: its length
+         * is the quote position and it matches by one compare */
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
+        unsigned mq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) | 0x10000u;
+        unsigned ms = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                                               _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)))) | 0x10000u;
+        unsigned iq = (unsigned)__builtin_ctz(mq), is = (unsigned)__builtin_ctz(ms);
+        if (CS_LIKELY(iq < is)) {
+            unsigned lm = (1u << iq) - 1u;
+            for (j = 0; j < nd->n; j++) {
+                const cs_xent *x = &pl->ent[nd->ent[j]];
+                if (x->len == (ptrdiff_t)iq &&
+                    ((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, x->pat)) & lm) == lm) {
+                    *ei = nd->ent[j];
+                    break;
+                }
+            }
+            q = p + 1 + iq;
+            goto have;
+        }
+    }
+#endif
+    q = cs_str(p + 1, e, &esc);
+    if (!q || esc) return NULL;
+    len = q - (p + 1);
+    for (j = 0; j < nd->n; j++) {
+        const cs_xent *x = &pl->ent[nd->ent[j]];
+        if (x->len == len && memcmp(p + 1, x->key, (size_t)len) == 0) {
+            *ei = nd->ent[j];
+            break;
+        }
+    }
+#ifdef CS_SSE2
+have:
+#endif
+    /* q at the closing quote */
+    if (CS_LIKELY(e - q > 2 && q[1] == ':' && q[2] > ' ')) return q + 2;
+    p = cs_ws(q + 1, e);
+    if (p >= e || *p != ':') return NULL;
+    p = cs_ws(p + 1, e);
+    if (p >= e) return NULL;
+    return p;
+}
+
+/* Number at p (validated as cs_num does); classifies into *v. */
+static inline const unsigned char *cs_xnum(const unsigned char *p, const unsigned char *e, cs_val *v)
+{
+    const unsigned char *q = cs_num(p, e), *s = p;
+    uint64_t u = 0;
+    int neg;
+    if (!q) return NULL;
+    v->kind = CS_T_OTHER;
+    neg = (*s == '-');
+    s += neg;
+    if (q - s > 19) return q;                       /* >= 1e19 > INT64_MAX */
+    for (; s < q; s++) {
+        unsigned c = (unsigned)(*s - '0');
+        if (c >= 10u) return q;                     /* fraction or exponent */
+        u = u * 10u + c;                            /* <= 19 digits: no wrap */
+    }
+    if (neg) {
+        if (u > (UINT64_C(1) << 63)) return q;
+        v->i = (u == (UINT64_C(1) << 63)) ? INT64_MIN : -(int64_t)u;
+    } else {
+        if (u > (uint64_t)INT64_MAX) return q;
+        v->i = (int64_t)u;
+    }
+    v->kind = CS_T_INT;
+    return q;
+}
+
+/* Interpreted object of plan node ni at nesting depth `depth`; p at '{'.
+ * Returns pointer past the closing '}' or NULL. Recursion is bounded by
+ * CS_MAX_PATH. */
+static const unsigned char *cs_xobj(const cs_xplan *pl, int ni, const unsigned char *p,
+                                    const unsigned char *e, int depth, cs_val *out)
+{
+    const cs_xnode *nd = &pl->node[ni];
+    uint64_t seen = 0;
+    int ei, r, esc;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return p + 1;
+    for (;;) {
+        p = cs_xkey(pl, nd, p, e, &ei);
+        if (!p) return NULL;
+        if (ei < 0) {
+            p = cs_skipv(p, e, depth);
+        } else {
+            const cs_xent *x = &pl->ent[ei];
+            cs_val *v = x->want >= 0 ? &out[x->want] : NULL;
+            if (seen & (UINT64_C(1) << ei)) return NULL;   /* duplicate wanted key */
+            seen |= UINT64_C(1) << ei;
+            switch (*p) {
+            case '"': {
+                const unsigned char *q;
+                if (x->child >= 0) return NULL;
+                esc = 0;
+                q = cs_str(p + 1, e, &esc);
+                if (!q) return NULL;
+                v->kind = CS_T_STR;
+                v->p = p + 1;
+                v->n = q - (p + 1);
+                v->has_esc = esc;
+                p = q + 1;
+                break;
+            }
+            case 'n':
+                if (!cs_is_null(p, e)) return NULL;
+                if (v) v->kind = CS_T_NULL;
+                p += 4;
+                break;
+            case '{':
+                if (v) v->kind = CS_T_OTHER;
+                if (x->child >= 0) p = cs_xobj(pl, x->child, p, e, depth + 1, out);
+                else p = cs_skip(p, e, depth);
+                break;
+            case '-': case '0': case '1': case '2': case '3': case '4':
+            case '5': case '6': case '7': case '8': case '9':
+                if (x->child >= 0) return NULL;
+                p = cs_xnum(p, e, v);
+                break;
+            default:    /* true / false / array / invalid */
+                if (x->child >= 0) return NULL;
+                v->kind = CS_T_OTHER;
+                p = cs_skip(p, e, depth);
+                break;
+            }
+        }
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* 1 = understood (out[0..nwants) filled), 0 = hand to the general path. */
+static inline int cs_extract_plan(const cs_xplan *pl, const unsigned char *p, ptrdiff_t n, cs_val *out)
+{
+    const unsigned char *e = p + n;
+    int k;
+    if (!pl->ok) return 0;
+    for (k = 0; k < pl->nwants; k++) {
+        out[k].kind = CS_T_ABSENT;
+        out[k].p = NULL;
+        out[k].n = 0;
+        out[k].has_esc = 0;
+        out[k].i = 0;
+    }
+    if (!p || n <= 0) return 0;
+    p = cs_ws(p, e);
+    if (p >= e || *p != '{') return 0;
+    p = cs_xobj(pl, 0, p, e, 1, out);
+    if (!p) return 0;
+    p = cs_ws(p, e);
+    if (p != e) return 0;
+    for (k = 0; k < pl->nwants; k++)
+        if (!(out[k].kind & pl->allowed[k])) return 0;
+    return 1;
+}
+
+static inline int cs_extract(const unsigned char *p, ptrdiff_t n, const cs_want *wants, int nwants, cs_val *out)
+{
+    cs_xplan pl;
+    if (!cs_xplan_init(&pl, wants, nwants)) return 0;
+    return cs_extract_plan(&pl, p, n, out);
+}
+
 #endif /* CALLSTITCH_CHUNKSCAN_H */

@@ -1,4 +1,9 @@
-"""The general path: events and chunk objects to format adapters, shared by both twins."""
+"""The general path: events and chunk objects to format adapters, shared by both twins.
+
+Each format adapter is a module with ``handle(acc, state, event, obj, offset)``, which applies
+one parsed event to the accumulator, and optionally ``close(acc, state)``, called before the
+result is built, and ``claims(event, obj)``, which tells format="auto" that an event is its own.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,21 @@ from typing import Any
 
 import orjson
 
-from . import _openai_chat
+from . import _anthropic, _bedrock, _cohere, _gemini, _ollama, _openai_chat, _openai_responses
+from ._state import error_text
 
-FORMATS = ("openai-chat",)
+ADAPTERS = {
+    "openai-chat": _openai_chat,
+    "openai-responses": _openai_responses,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+    "bedrock": _bedrock,
+    "cohere": _cohere,
+    "ollama": _ollama,
+}
+FORMATS = tuple(ADAPTERS) + ("auto",)
+# The order auto-detection asks the adapters in: the most specific first.
+_DETECTION_ORDER = ("openai-responses", "anthropic", "cohere", "bedrock", "gemini", "ollama", "openai-chat")
 
 
 def check_format(format: str) -> str:
@@ -41,9 +58,17 @@ def decode_payload(data: bytes) -> Any:
             raise exc from None
 
 
+def detect(event: str | None, obj: Any) -> str | None:
+    """Return the format an event belongs to, or None when it does not tell."""
+    for name in _DETECTION_ORDER:
+        if ADAPTERS[name].claims(event, obj):
+            return name
+    return None
+
+
 def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: int | None) -> None:
-    """Handle one framed event (SSE event name, data bytes) the compiled fast path did not."""
-    if event is None and data[:1] == b"{":
+    """Handle one framed event (SSE event name or event-stream type, payload bytes) the fast path did not."""
+    if event is None and state.format == "openai-chat" and data[:1] == b"{":
         try:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -63,11 +88,25 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
         kind = "in-band error" if event == "error" else "malformed chunk"
         state.error(kind, f"not valid JSON ({exc})", offset, data)
         return
+    handle_parsed(acc, state, event, obj, offset)
+
+
+def handle_parsed(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+    """Route one parsed event to its format's adapter, detecting the format first under "auto"."""
+    if state.format == "auto":
+        found = detect(event, obj)
+        if found is None:
+            if event == "error" or (type(obj) is dict and obj.get("error") is not None):
+                state.error("in-band error", error_text(obj.get("error", obj) if type(obj) is dict else obj),
+                            offset, obj)
+            else:
+                state.error("unexpected shape", "an event of no known format", offset, obj)
+            return
+        state.format = found
     if event == "error":
-        state.error("in-band error", _openai_chat._error_text(obj.get("error", obj) if type(obj) is dict else obj),
-                    offset, obj)
+        state.error("in-band error", error_text(obj.get("error", obj) if type(obj) is dict else obj), offset, obj)
         return
-    _openai_chat.handle_chunk(acc, state, obj, offset)
+    ADAPTERS[state.format].handle(acc, state, event, obj, offset)
 
 
 def handle_object(acc: Any, state: Any, obj: Any) -> None:
@@ -77,9 +116,20 @@ def handle_object(acc: Any, state: Any, obj: Any) -> None:
         handle_event(acc, state, None, data, None)
         return
     if type(obj) is not dict:
-        dump = getattr(obj, "model_dump", None) or getattr(obj, "to_dict", None)
-        if dump is None:
-            raise TypeError(f"feed_chunk() takes a dict, JSON text or an object with model_dump(), "
-                            f"not {type(obj).__name__}")
-        obj = dump()
-    _openai_chat.handle_chunk(acc, state, obj, None)
+        dump = getattr(obj, "model_dump", None)
+        if dump is not None:
+            obj = dump(mode="json", by_alias=True, exclude_unset=False)
+        else:
+            dump = getattr(obj, "to_dict", None)
+            if dump is None:
+                raise TypeError(f"feed_chunk() takes a dict, JSON text or an object with model_dump(), "
+                                f"not {type(obj).__name__}")
+            obj = dump()
+    handle_parsed(acc, state, None, obj, None)
+
+
+def close(acc: Any, state: Any) -> None:
+    """Let the format adapter hand over what it still holds, before the result is built."""
+    adapter = ADAPTERS.get(state.format)
+    if adapter is not None and hasattr(adapter, "close"):
+        adapter.close(acc, state)

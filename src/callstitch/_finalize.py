@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 import orjson
 
-from ._results import ArgumentsError, Choice, Result, StreamError, ToolCall
+from ._results import ArgumentsError, Choice, Result, ToolCall
 
 # Quirk bits set by the accumulators (both twins use these numbers) and their public names.
 Q_MISSING_INDEX = 1
@@ -112,7 +112,7 @@ def undo_repeats(data: bytes, cumulative: list[int] | None, last_start: int) -> 
     return data, 0
 
 
-def build_result(slots: Iterable[tuple], texts: dict, state: "StreamState", strict: bool) -> Result:
+def build_result(slots: Iterable[tuple], texts: dict, state: Any, strict: bool) -> Result:
     """Build the Result from the accumulator's slots and texts.
 
     slots: (choice, seq, index, id, name, bytes, cumulative, last_start, quirk bits) per call;
@@ -141,27 +141,3 @@ def build_result(slots: Iterable[tuple], texts: dict, state: "StreamState", stri
 
 def _decode(data: bytes | None) -> str | None:
     return None if data is None else bytes(data).decode("utf-8", "replace")
-
-
-class StreamState:
-    """What a stream says besides its calls: errors, finish reasons, usage, whether it ended."""
-
-    __slots__ = ("format", "errors", "finish_reasons", "usage", "complete")
-
-    def __init__(self, format: str) -> None:
-        self.format = format
-        self.errors: list[StreamError] = []
-        self.finish_reasons: dict[int, str] = {}
-        self.usage: Any = None
-        self.complete = False
-
-    def error(self, kind: str, detail: str, offset: int | None, data: Any = None) -> None:
-        """Record a problem met in the stream."""
-        if isinstance(data, (bytes, bytearray)):
-            data = bytes(data[:200]).decode("utf-8", "replace")
-        self.errors.append(StreamError(kind, detail, offset=offset, data=data))
-
-    def finish(self, choice: int, reason: str) -> None:
-        """Record a choice's finish reason; a finish reason ends the stream's calls."""
-        self.finish_reasons[choice] = reason
-        self.complete = True

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._state import error_text
+
 TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
 _TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING),
                 ("reasoning", TEXT_REASONING), ("refusal", TEXT_REFUSAL))
@@ -22,7 +24,7 @@ def handle_chunk(acc: Any, state: Any, chunk: Any, offset: int | None) -> None:
         return
     error = chunk.get("error")
     if error is not None:
-        state.error("in-band error", _error_text(error), offset, chunk)
+        state.error("in-band error", error_text(error), offset, chunk)
         return
     choices = chunk.get("choices")
     if choices:
@@ -117,10 +119,11 @@ def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any
     acc._fragment(number, index, call_id, name, function.get("arguments"))
 
 
-def _error_text(error: Any) -> str:
-    if type(error) is dict:
-        message = error.get("message")
-        kind = error.get("type") or error.get("code")
-        if message is not None:
-            return f"{kind}: {message}" if kind else str(message)
-    return str(error)
+def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+    """Apply one parsed event (the adapter interface)."""
+    handle_chunk(acc, state, obj, offset)
+
+
+def claims(event: str | None, obj: Any) -> bool:
+    """Tell whether an event is an OpenAI-style chat-completion chunk."""
+    return type(obj) is dict and ("choices" in obj or obj.get("object") == "chat.completion.chunk")

@@ -1,0 +1,107 @@
+"""Anthropic Messages streaming: content blocks keyed by index, tool input as input_json_delta."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ._state import error_text
+
+_EVENTS = frozenset(("message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                     "message_delta", "message_stop", "ping"))
+# Tool blocks whose calls the client runs; server_tool_use, mcp_tool_use … run on Anthropic's side.
+_CLIENT_BLOCKS = frozenset(("tool_use",))
+
+
+def claims(event: str | None, obj: Any) -> bool:
+    """Tell whether an event is an Anthropic Messages stream event."""
+    return type(obj) is dict and obj.get("type") in _EVENTS
+
+
+def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+    """Apply one Messages stream event."""
+    if type(obj) is not dict:
+        state.error("unexpected shape", "an event must be a JSON object", offset, obj)
+        return
+    kind = obj.get("type")
+    notes = state.notes
+    if kind == "content_block_delta":
+        index, delta = obj.get("index"), obj.get("delta")
+        if type(index) is not int or type(delta) is not dict:
+            state.error("unexpected shape", "content_block_delta without an integer index and a delta", offset, obj)
+            return
+        dtype = delta.get("type")
+        if dtype == "input_json_delta":
+            text = delta.get("partial_json")
+            if index in notes.get("tools", ()) and type(text) is str:
+                notes["streamed"].add(index)
+                acc._fragment(0, index, None, None, text)
+        elif dtype == "text_delta":
+            _text(acc, state, 0, delta.get("text"), offset)
+        elif dtype == "thinking_delta":
+            _text(acc, state, 1, delta.get("thinking"), offset)
+    elif kind == "content_block_start":
+        index, block = obj.get("index"), obj.get("content_block")
+        if type(index) is not int or type(block) is not dict:
+            state.error("unexpected shape", "content_block_start without an integer index and a block", offset, obj)
+            return
+        btype = block.get("type")
+        if btype in _CLIENT_BLOCKS:
+            notes.setdefault("tools", {})[index] = block.get("input")
+            notes.setdefault("streamed", set())
+            call_id, name = block.get("id"), block.get("name")
+            acc._fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None,
+                          None)
+        elif btype == "text":
+            _text(acc, state, 0, block.get("text"), offset, empty_ok=False)
+        elif btype == "thinking":
+            _text(acc, state, 1, block.get("thinking"), offset, empty_ok=False)
+    elif kind == "content_block_stop":
+        _settle(acc, state, obj.get("index"))
+    elif kind == "message_delta":
+        delta = obj.get("delta")
+        if type(delta) is dict and type(delta.get("stop_reason")) is str:
+            state.finish(0, delta["stop_reason"])
+        _usage(state, obj.get("usage"))
+    elif kind == "message_start":
+        message = obj.get("message")
+        if type(message) is dict:
+            _usage(state, message.get("usage"))
+    elif kind == "message_stop":
+        state.complete = True
+    elif kind == "error":
+        state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
+    elif kind != "ping":
+        state.error("unexpected shape", f"unknown event type {kind!r}", offset, obj)
+
+
+def _text(acc: Any, state: Any, which: int, text: Any, offset: int | None, empty_ok: bool = True) -> None:
+    if type(text) is str:
+        if text or empty_ok:
+            acc._text(0, which, text)
+    elif text is not None:
+        state.error("unexpected shape", "text that is not a string", offset, text)
+
+
+def _usage(state: Any, usage: Any) -> None:
+    # message_start carries the input side, message_delta the output side: keep both.
+    if type(usage) is dict:
+        state.usage = {**state.usage, **usage} if type(state.usage) is dict else dict(usage)
+
+
+def _settle(acc: Any, state: Any, index: Any) -> None:
+    """A tool block that streamed no input keeps the input its start event carried."""
+    tools = state.notes.get("tools")
+    if not tools or index not in tools or index in state.notes["streamed"]:
+        return
+    state.notes["streamed"].add(index)
+    initial = tools[index]
+    if initial:  # {} (the usual placeholder) and None mean "no arguments"
+        acc._fragment(0, index, None, None, orjson.dumps(initial))
+
+
+def close(acc: Any, state: Any) -> None:
+    """Settle tool blocks the stream never closed."""
+    for index in list(state.notes.get("tools", ())):
+        _settle(acc, state, index)

@@ -1,0 +1,76 @@
+"""AWS Bedrock ConverseStream: tool input fragments keyed by contentBlockIndex.
+
+Events come named (the event-stream ``:event-type`` header, or an SSE ``event:`` line) with
+the payload alone, or already decoded as one-key objects such as ``{"contentBlockDelta": {...}}``
+(boto3's shape); both are taken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_EVENTS = frozenset(("messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop",
+                     "metadata"))
+
+
+def _unwrap(event: str | None, obj: Any) -> tuple[str | None, Any]:
+    if event in _EVENTS:
+        return event, obj
+    if type(obj) is dict and len(obj) == 1:
+        (name, inner), = obj.items()
+        if name in _EVENTS or name.endswith("Exception"):
+            return name, inner
+    return event, obj
+
+
+def claims(event: str | None, obj: Any) -> bool:
+    """Tell whether an event is a ConverseStream event."""
+    name, _ = _unwrap(event, obj)
+    return name in _EVENTS
+
+
+def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+    """Apply one ConverseStream event."""
+    name, body = _unwrap(event, obj)
+    if name is not None and name.endswith("Exception"):
+        message = body.get("message") if type(body) is dict else body
+        state.error("in-band error", f"{name}: {message}", offset, obj)
+        return
+    if type(body) is not dict:
+        state.error("unexpected shape", "an event must be a JSON object", offset, obj)
+        return
+    notes = state.notes
+    if name == "contentBlockDelta":
+        index, delta = body.get("contentBlockIndex"), body.get("delta")
+        if type(index) is not int or type(delta) is not dict:
+            state.error("unexpected shape", "contentBlockDelta without an index and a delta", offset, obj)
+            return
+        tool = delta.get("toolUse")
+        if type(tool) is dict:
+            if index in notes.get("tools", ()):
+                acc._fragment(0, index, None, None, tool.get("input"))
+            return
+        if type(delta.get("text")) is str:
+            acc._text(0, 0, delta["text"])
+        reasoning = delta.get("reasoningContent")
+        if type(reasoning) is dict and type(reasoning.get("text")) is str:
+            acc._text(0, 1, reasoning["text"])
+    elif name == "contentBlockStart":
+        index, start = body.get("contentBlockIndex"), body.get("start")
+        tool = start.get("toolUse") if type(start) is dict else None
+        if type(index) is int and type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
+            notes.setdefault("tools", set()).add(index)
+            call_id, tool_name = tool.get("toolUseId"), tool.get("name")
+            acc._fragment(0, index, call_id if type(call_id) is str else None,
+                          tool_name if type(tool_name) is str else None, None)
+    elif name == "messageStop":
+        reason = body.get("stopReason")
+        if type(reason) is str:
+            state.finish(0, reason)
+        else:
+            state.complete = True
+    elif name == "metadata":
+        if body.get("usage") is not None:
+            state.usage = body["usage"]
+    elif name not in ("messageStart", "contentBlockStop"):
+        state.error("unexpected shape", f"unknown event {name!r}", offset, obj)

@@ -1,0 +1,64 @@
+"""Cohere v2 chat streaming: tool-call-start / -delta / -end keyed by index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_EVENTS = frozenset(("message-start", "content-start", "content-delta", "content-end", "tool-plan-delta",
+                     "tool-call-start", "tool-call-delta", "tool-call-end", "citation-start", "citation-end",
+                     "message-end", "debug"))
+
+
+def claims(event: str | None, obj: Any) -> bool:
+    """Tell whether an event is a Cohere v2 chat stream event."""
+    return type(obj) is dict and obj.get("type") in _EVENTS
+
+
+def _message(obj: dict) -> Any:
+    delta = obj.get("delta")
+    return delta.get("message") if type(delta) is dict else None
+
+
+def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+    """Apply one Cohere stream event."""
+    if type(obj) is not dict:
+        state.error("unexpected shape", "an event must be a JSON object", offset, obj)
+        return
+    kind = obj.get("type")
+    if kind in ("tool-call-start", "tool-call-delta"):
+        index, message = obj.get("index"), _message(obj)
+        call = message.get("tool_calls") if type(message) is dict else None
+        if type(index) is not int or type(call) is not dict:
+            state.error("unexpected shape", f"{kind} without an integer index and a tool call", offset, obj)
+            return
+        function = call.get("function")
+        function = function if type(function) is dict else {}
+        name, call_id = function.get("name"), call.get("id")
+        acc._fragment(0, index, call_id if type(call_id) in (str, int) else None,
+                      name if type(name) is str else None, function.get("arguments"))
+    elif kind == "content-delta":
+        message = _message(obj)
+        content = message.get("content") if type(message) is dict else None
+        text = content.get("text") if type(content) is dict else None
+        if type(text) is str:
+            acc._text(0, 0, text)
+        thinking = content.get("thinking") if type(content) is dict else None
+        if type(thinking) is str:
+            acc._text(0, 1, thinking)
+    elif kind == "tool-plan-delta":
+        message = _message(obj)
+        plan = message.get("tool_plan") if type(message) is dict else None
+        if type(plan) is str:
+            acc._text(0, 1, plan)
+    elif kind == "message-end":
+        delta = obj.get("delta")
+        if type(delta) is dict:
+            if delta.get("usage") is not None:
+                state.usage = delta["usage"]
+            if delta.get("error") is not None:
+                state.error("in-band error", str(delta["error"]), offset, obj)
+            reason = delta.get("finish_reason")
+            if type(reason) is str:
+                state.finish(0, reason)
+                return
+        state.complete = True

@@ -1,0 +1,225 @@
+"""Framings other than SSE: NDJSON and the AWS event stream, and telling which one a body uses.
+
+SSE, by far the most common, is framed by the accumulator twins themselves (it is on the hot
+path). These framers are written once and hand each event back to the twin's ``_event``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Any
+
+SSE, NDJSON, EVENTSTREAM = "sse", "ndjson", "eventstream"
+
+_BOM = b"\xef\xbb\xbf"
+_PRELUDE = 12          # total length, headers length, prelude CRC
+_MIN_MESSAGE = 16      # prelude and message CRC
+_WHITESPACE = b" \t\r\n"
+
+
+def _prelude_ok(head: bytes) -> bool:
+    total, headers = struct.unpack_from(">II", head)
+    return (_MIN_MESSAGE <= total and headers <= total - _MIN_MESSAGE
+            and zlib.crc32(head[:8]) == struct.unpack_from(">I", head, 8)[0])
+
+
+def choose(head: bytes, final: bool = False) -> str | None:
+    """Return the framing of a body from its first bytes, or None while more are needed."""
+    if head[:1] == b"\x00":
+        # An event-stream message starts with its length: a zero byte for any message under 16 MiB.
+        if len(head) < _PRELUDE:
+            return None if not final else SSE
+        return EVENTSTREAM if _prelude_ok(head) else SSE
+    text = head[3:] if head.startswith(_BOM) else head
+    text = text.lstrip(_WHITESPACE)
+    if not text:
+        return None if not final else SSE
+    return NDJSON if text[:1] == b"{" else SSE
+
+
+class NDJSONFramer:
+    """One JSON document per line (Ollama's native API, gateway logs)."""
+
+    def __init__(self, acc: Any) -> None:
+        self._acc = acc
+        self._tail = b""
+        self._offset = 0
+        self._started = False
+
+    def feed(self, data: bytes) -> None:
+        """Take more bytes; hand over every complete line."""
+        if not self._started:
+            data = self._tail + data
+            self._tail = b""
+            if len(data) < 3 and _BOM.startswith(data):
+                self._tail = data
+                return
+            self._started = True
+            if data.startswith(_BOM):
+                data = data[3:]
+                self._offset = 3
+        buf = self._tail + data if self._tail else data
+        lines = buf.split(b"\n")
+        self._tail = lines.pop()
+        pos = self._offset
+        for line in lines:
+            self._line(line, pos)
+            pos += len(line) + 1
+        self._offset = pos
+
+    def _line(self, line: bytes, pos: int) -> None:
+        if line.strip(_WHITESPACE):
+            self._acc._event(None, line, pos)
+
+    def end(self) -> None:
+        """Hand over a last line that had no line end."""
+        tail, self._tail = self._tail, b""
+        self._line(tail, self._offset)
+        self._offset += len(tail)
+
+
+class EventStreamFramer:
+    """The AWS event stream (Bedrock): length-prefixed binary messages with headers and CRCs.
+
+    A message whose CRC does not match is reported and skipped; when the prelude itself is
+    damaged, the framer searches forward for the next valid prelude, so one bad message never
+    costs the rest of the stream.
+    """
+
+    def __init__(self, acc: Any, state: Any) -> None:
+        self._acc = acc
+        self._state = state
+        self._buf = bytearray()
+        self._offset = 0  # stream offset of _buf[0]
+
+    def feed(self, data: bytes) -> None:
+        """Take more bytes; hand over every complete message."""
+        buf = self._buf
+        buf += data
+        pos = 0
+        while len(buf) - pos >= _PRELUDE:
+            total, headers_len = struct.unpack_from(">II", buf, pos)
+            if not (_MIN_MESSAGE <= total and headers_len <= total - _MIN_MESSAGE
+                    and zlib.crc32(buf[pos:pos + 8]) == struct.unpack_from(">I", buf, pos + 8)[0]):
+                start = pos
+                pos = self._resync(buf, pos + 1)
+                self._state.error("malformed chunk", f"event-stream prelude damaged; skipped {pos - start} bytes",
+                                  self._offset + start)
+                continue
+            if len(buf) - pos < total:
+                break
+            message = bytes(buf[pos:pos + total])
+            if zlib.crc32(message[:-4]) != struct.unpack_from(">I", message, total - 4)[0]:
+                self._state.error("malformed chunk", "event-stream message CRC mismatch; message skipped",
+                                  self._offset + pos)
+            else:
+                self._message(message, headers_len, self._offset + pos)
+            pos += total
+        del buf[:pos]
+        self._offset += pos
+
+    def _resync(self, buf: bytearray, pos: int) -> int:
+        """Return the position of the next valid prelude after pos (or where one may still start)."""
+        while len(buf) - pos >= _PRELUDE:
+            if buf[pos] == 0 and _prelude_ok(bytes(buf[pos:pos + _PRELUDE])):
+                return pos
+            pos += 1
+        return pos
+
+    def _message(self, message: bytes, headers_len: int, offset: int) -> None:
+        try:
+            headers = parse_headers(message[_PRELUDE:_PRELUDE + headers_len])
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            self._state.error("malformed chunk", f"event-stream headers unreadable ({exc})", offset)
+            return
+        payload = message[_PRELUDE + headers_len:-4]
+        kind = headers.get(":message-type", "event")
+        if kind == "event":
+            self._acc._event(headers.get(":event-type"), payload, offset)
+            return
+        name = headers.get(":exception-type") or headers.get(":error-code") or kind
+        detail = headers.get(":error-message") or payload.decode("utf-8", "replace")
+        self._state.error("in-band error", f"{name}: {detail}", offset, payload)
+
+    def end(self) -> None:
+        """Report bytes left over that never made a whole message."""
+        if self._buf:
+            self._state.error("malformed chunk", f"event stream ends inside a message ({len(self._buf)} bytes)",
+                              self._offset, bytes(self._buf[:200]))
+            self._offset += len(self._buf)
+            del self._buf[:]
+
+
+_FIXED = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
+
+
+def parse_headers(data: bytes) -> dict[str, Any]:
+    """Return an event-stream message's headers as a dict (strings decoded, other values raw)."""
+    headers: dict[str, Any] = {}
+    pos = 0
+    while pos < len(data):
+        name_len = data[pos]
+        name = data[pos + 1:pos + 1 + name_len].decode("utf-8")
+        pos += 1 + name_len
+        kind = data[pos]
+        pos += 1
+        if kind in (0, 1):
+            value: Any = kind == 0
+        elif kind in (6, 7):
+            (size,) = struct.unpack_from(">H", data, pos)
+            raw = data[pos + 2:pos + 2 + size]
+            if len(raw) != size:
+                raise ValueError("header value cut short")
+            value = raw.decode("utf-8") if kind == 7 else raw
+            pos += 2 + size
+        elif kind in _FIXED:
+            value = data[pos:pos + _FIXED[kind]]
+            if len(value) != _FIXED[kind]:
+                raise ValueError("header value cut short")
+            pos += _FIXED[kind]
+        else:
+            raise ValueError(f"unknown header type {kind}")
+        headers[name] = value
+    return headers
+
+
+def make_framer(kind: str, acc: Any, state: Any) -> Any:
+    """Return the framer object for a framing other than SSE."""
+    return NDJSONFramer(acc) if kind == NDJSON else EventStreamFramer(acc, state)
+
+
+def route(acc: Any, state: Any, data: bytes) -> bytes | None:
+    """Feed bytes that the twin's SSE framer does not take; return them when they are SSE after all.
+
+    Called only while the framing is unknown or is not SSE.
+    """
+    if state.framing is None:
+        head = state.head + data
+        kind = choose(head)
+        if kind is None:
+            state.head = head
+            return None
+        state.head = b""
+        state.framing = kind
+        if kind == SSE:
+            return head
+        data = head
+    if state.framer is None:
+        state.framer = make_framer(state.framing, acc, state)
+    state.framer.feed(data)
+    return None
+
+
+def finish(acc: Any, state: Any) -> bytes | None:
+    """At the end of the stream: settle the framing and flush the framer; return bytes still due to SSE."""
+    if state.framing is None:
+        head, state.head = state.head, b""
+        state.framing = choose(head, final=True) or SSE
+        if state.framing == SSE:
+            return head
+        state.framer = make_framer(state.framing, acc, state)
+        state.framer.feed(head)
+    if state.framer is not None:
+        state.framer.end()
+    return None

@@ -1,0 +1,49 @@
+"""Ollama's native /api/chat stream: NDJSON, each tool call complete with its arguments as an object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ._state import error_text
+
+
+def claims(event: str | None, obj: Any) -> bool:
+    """Tell whether an event is an Ollama chat stream line."""
+    return type(obj) is dict and "done" in obj and ("message" in obj or "model" in obj)
+
+
+def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+    """Apply one Ollama stream line."""
+    if type(obj) is not dict:
+        state.error("unexpected shape", "a line must be a JSON object", offset, obj)
+        return
+    if obj.get("error") is not None:
+        state.error("in-band error", error_text(obj["error"]), offset, obj)
+        return
+    message = obj.get("message")
+    if type(message) is dict:
+        for field, which in (("content", 0), ("thinking", 1)):
+            text = message.get(field)
+            if type(text) is str and text:
+                acc._text(0, which, text)
+        calls = message.get("tool_calls")
+        for call in calls if type(calls) is list else ():
+            function = call.get("function") if type(call) is dict else None
+            if type(function) is not dict:
+                state.error("unexpected shape", "a tool call without a function", offset, call)
+                continue
+            name, call_id, arguments = function.get("name"), call.get("id"), function.get("arguments")
+            if arguments is not None and type(arguments) is not str:
+                arguments = orjson.dumps(arguments)  # the format sends an object: take it as the value
+            # Each call arrives whole: it gets a key of its own.
+            key = state.key(("call", len(state.keys)))
+            acc._fragment(0, key, call_id if type(call_id) in (str, int) else None,
+                          name if type(name) is str else None, arguments)
+    if obj.get("done") is True:
+        usage = {k: obj[k] for k in ("prompt_eval_count", "eval_count") if k in obj}
+        if usage:
+            state.usage = usage
+        reason = obj.get("done_reason")
+        state.finish(0, reason if type(reason) is str else "stop")

@@ -1,0 +1,79 @@
+"""OpenAI Responses API streaming: function_call items, arguments deltas keyed by item_id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._state import error_text
+
+_TEXT = {"response.output_text.delta": 0, "response.reasoning_summary_text.delta": 1,
+         "response.reasoning_text.delta": 1, "response.refusal.delta": 2}
+_ENDS = ("response.completed", "response.incomplete", "response.failed")
+
+
+def claims(event: str | None, obj: Any) -> bool:
+    """Tell whether an event is a Responses API stream event."""
+    return type(obj) is dict and type(obj.get("type")) is str and obj["type"].startswith("response.")
+
+
+def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+    """Apply one Responses stream event."""
+    if type(obj) is not dict:
+        state.error("unexpected shape", "an event must be a JSON object", offset, obj)
+        return
+    kind = obj.get("type")
+    notes = state.notes
+    if kind == "response.function_call_arguments.delta":
+        item, delta = obj.get("item_id"), obj.get("delta")
+        if item in notes.get("calls", ()) and type(delta) is str:
+            notes["streamed"].add(item)
+            acc._fragment(0, state.key(item), None, None, delta)
+    elif kind in _TEXT:
+        delta = obj.get("delta")
+        if type(delta) is str:
+            acc._text(0, _TEXT[kind], delta)
+    elif kind == "response.output_item.added" or kind == "response.output_item.done":
+        item = obj.get("item")
+        if type(item) is dict and item.get("type") == "function_call":
+            _item(acc, state, item, done=kind.endswith("done"))
+    elif kind == "response.function_call_arguments.done":
+        item = obj.get("item_id")
+        if item in notes.get("calls", ()):
+            _arguments(acc, state, item, obj.get("arguments"))
+    elif kind in _ENDS:
+        response = obj.get("response")
+        if type(response) is dict:
+            if response.get("usage") is not None:
+                state.usage = response["usage"]
+            if kind == "response.failed" and response.get("error") is not None:
+                state.error("in-band error", error_text(response["error"]), offset, obj)
+            details = response.get("incomplete_details")
+            reason = details.get("reason") if type(details) is dict else None
+            state.finish(0, reason if type(reason) is str else response.get("status") or kind.split(".")[1])
+        else:
+            state.complete = True
+    elif kind == "error":
+        state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
+
+
+def _item(acc: Any, state: Any, item: dict, done: bool) -> None:
+    """Register a function_call item (the call id is call_id; the item id keys its deltas)."""
+    key = item.get("id") or item.get("call_id")
+    calls = state.notes.setdefault("calls", set())
+    state.notes.setdefault("streamed", set())
+    call_id, name = item.get("call_id"), item.get("name")
+    if key not in calls:
+        calls.add(key)
+        acc._fragment(0, state.key(key), call_id if type(call_id) is str else None,
+                      name if type(name) is str else None, None)
+    arguments = item.get("arguments")
+    if arguments:
+        _arguments(acc, state, key, arguments)
+
+
+def _arguments(acc: Any, state: Any, key: Any, arguments: Any) -> None:
+    """Take the complete arguments a done event repeats, unless deltas already brought them."""
+    if key in state.notes["streamed"] or arguments in (None, ""):
+        return
+    state.notes["streamed"].add(key)
+    acc._fragment(0, state.key(key), None, None, arguments)

@@ -1,0 +1,57 @@
+"""What a stream says besides its calls, shared by both twins and every format adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._results import StreamError
+
+
+class StreamState:
+    """Errors, finish reasons, usage, whether the stream ended, and the format adapter's own notes."""
+
+    __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "framer",
+                 "head")
+
+    def __init__(self, format: str) -> None:
+        self.format = format
+        # How the body is framed: "sse", "ndjson", "eventstream", or None until its first bytes tell.
+        self.framing: str | None = "ndjson" if format == "ollama" else None if format in ("auto", "bedrock") else "sse"
+        self.framer: Any = None   # the framer object for a framing other than SSE
+        self.head = b""           # first bytes held while the framing is not yet known
+        self.errors: list[StreamError] = []
+        self.finish_reasons: dict[int, str] = {}
+        self.usage: Any = None
+        self.complete = False
+        # Adapters map their own call keys (item ids, block indices) to slot indices here,
+        # and keep what else they need to remember between events in notes.
+        self.keys: dict[Any, int] = {}
+        self.notes: dict[str, Any] = {}
+
+    def error(self, kind: str, detail: str, offset: int | None, data: Any = None) -> None:
+        """Record a problem met in the stream."""
+        if isinstance(data, (bytes, bytearray)):
+            data = bytes(data[:200]).decode("utf-8", "replace")
+        self.errors.append(StreamError(kind, detail, offset=offset, data=data))
+
+    def finish(self, choice: int, reason: str) -> None:
+        """Record a choice's finish reason; a finish reason ends the stream's calls."""
+        self.finish_reasons[choice] = reason
+        self.complete = True
+
+    def key(self, key: Any) -> int:
+        """Return the slot index for an adapter's call key (an item id, say), numbering new keys in order."""
+        index = self.keys.get(key)
+        if index is None:
+            index = self.keys[key] = len(self.keys)
+        return index
+
+
+def error_text(error: Any) -> str:
+    """Return a one-line description of an in-band error object."""
+    if type(error) is dict:
+        message = error.get("message") or error.get("Message")
+        kind = error.get("type") or error.get("code") or error.get("__type")
+        if message is not None:
+            return f"{kind}: {message}" if kind else str(message)
+    return str(error)
