@@ -170,8 +170,9 @@ class Accumulator:
     def _chunk(self, payload: bytes, offset: int) -> None:
         """Apply one event's chunk: the commonest shape inline, every other through the general adapter.
 
-        The twin of the compiled fast path. The inline part takes only chunks that continue one
-        known call's arguments; the general adapter (_openai_chat) would do the same with them.
+        The twin of the compiled fast path. The inline part takes only a chunk that continues one
+        known call's arguments with plain text; the general adapter (_openai_chat) would do the
+        same with it, and takes everything else.
         """
         try:
             chunk = _loads(payload)
@@ -185,37 +186,34 @@ class Accumulator:
                 choice = choices[0]
                 if type(choice) is dict and choice.get("finish_reason") is None and "message" not in choice:
                     delta = choice.get("delta")
-                    if type(delta) is dict and len(delta) == 1:
+                    number = choice.get("index", 0)
+                    if type(delta) is dict and len(delta) == 1 and type(number) is int:
                         calls = delta.get("tool_calls")
-                        if type(calls) is list and len(calls) == 1 and self._continue(choice, calls[0]):
-                            return
+                        if type(calls) is list and len(calls) == 1:
+                            call = calls[0]
+                            function = call.get("function") if type(call) is dict else None
+                            index = call.get("index") if type(function) is dict else None
+                            if type(index) is int and call.get("id") is None and function.get("name") is None:
+                                arguments = function.get("arguments")
+                                cs = self._choices.get(number)
+                                slot = cs.by_index.get(index) if cs is not None else None
+                                if (slot is not None and type(arguments) is str and slot.nfrags
+                                        and not slot.pending and slot.cumulative is None):
+                                    if not arguments:
+                                        cs.latest = slot
+                                        return
+                                    try:
+                                        data = arguments.encode("utf-8")
+                                    except UnicodeEncodeError:
+                                        pass
+                                    else:
+                                        cs.latest = slot
+                                        buf = slot.buf
+                                        slot.last_start = len(buf)
+                                        buf += data
+                                        slot.nfrags += 1
+                                        return
         _openai_chat.handle_chunk(self, self._state, chunk, offset)
-
-    def _continue(self, choice: dict, call: Any) -> bool:
-        """Append a fragment that continues a known call with plain text; False when it is anything else."""
-        if type(call) is not dict or call.get("id") is not None:
-            return False
-        function = call.get("function")
-        if type(function) is not dict or function.get("name") is not None:
-            return False
-        arguments = function.get("arguments")
-        cs = self._choices.get(choice.get("index", 0))
-        if cs is None or type(arguments) is not str:
-            return False
-        slot = cs.by_index.get(call.get("index"))
-        if slot is None or not slot.nfrags or slot.pending or slot.cumulative is not None:
-            return False
-        if arguments:
-            try:
-                data = arguments.encode("utf-8")
-            except UnicodeEncodeError:
-                return False
-            buf = slot.buf
-            slot.last_start = len(buf)
-            buf += data
-            slot.nfrags += 1
-        cs.latest = slot
-        return True
 
     def _line(self, line: bytes, pos: int) -> None:
         if not line:
