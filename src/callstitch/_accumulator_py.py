@@ -124,15 +124,16 @@ class Accumulator:
         single_lines = buf.count(b"\n") == 2 * len(pieces) + rest.count(b"\n")
         pos = self._offset
         state = self._state
-        chat = state.format == "openai-chat"
+        chunk = self._chunk
+        # Inline only while no event is half read and the format is chat (auto may learn it on the way).
+        inline = state.format == "openai-chat" and not self._data and self._event_name is None
         for piece in pieces:
-            if chat and piece[:6] == b"data: " and not self._data and self._event_name is None and (
-                    single_lines or piece.find(b"\n") < 0):
-                self._chunk(piece[6:], pos)
+            if inline and piece[:6] == b"data: " and (single_lines or piece.find(b"\n") < 0):
+                chunk(piece[6:], pos)
             else:
                 self._lines(piece, pos)
                 self._line(b"", pos + len(piece) + 1)
-                chat = state.format == "openai-chat"  # format="auto" may have just learnt it
+                inline = state.format == "openai-chat" and not self._data and self._event_name is None
             pos += len(piece) + 2
         # Complete lines after the last blank line are taken now, so no line is read twice.
         end = rest.rfind(b"\n")
@@ -179,40 +180,42 @@ class Accumulator:
         except _JSONDecodeError:
             _dispatch.handle_event(self, self._state, None, payload, offset)
             return
-        if type(chunk) is dict:
-            choices = chunk.get("choices")
-            if type(choices) is list and len(choices) == 1 and chunk.get("usage") is None and (
-                    chunk.get("error") is None):
-                choice = choices[0]
-                if type(choice) is dict and choice.get("finish_reason") is None and "message" not in choice:
-                    delta = choice.get("delta")
-                    number = choice.get("index", 0)
-                    if type(delta) is dict and len(delta) == 1 and type(number) is int:
-                        calls = delta.get("tool_calls")
-                        if type(calls) is list and len(calls) == 1:
-                            call = calls[0]
-                            function = call.get("function") if type(call) is dict else None
-                            index = call.get("index") if type(function) is dict else None
-                            if type(index) is int and call.get("id") is None and function.get("name") is None:
-                                arguments = function.get("arguments")
-                                cs = self._choices.get(number)
-                                slot = cs.by_index.get(index) if cs is not None else None
-                                if (slot is not None and type(arguments) is str and slot.nfrags
-                                        and not slot.pending and slot.cumulative is None):
-                                    if not arguments:
-                                        cs.latest = slot
-                                        return
-                                    try:
-                                        data = arguments.encode("utf-8")
-                                    except UnicodeEncodeError:
-                                        pass
-                                    else:
-                                        cs.latest = slot
-                                        buf = slot.buf
-                                        slot.last_start = len(buf)
-                                        buf += data
-                                        slot.nfrags += 1
-                                        return
+        try:
+            choices = chunk["choices"]
+            choice = choices[0]
+            delta = choice["delta"]
+            calls = delta["tool_calls"]
+            call = calls[0]
+            function = call["function"]
+            arguments = function["arguments"]
+            index = call["index"]
+            number = choice["index"]
+        except (KeyError, IndexError, TypeError):
+            pass  # not the commonest shape
+        else:
+            if (type(arguments) is str and type(index) is int and type(number) is int and type(chunk) is dict
+                    and type(choices) is list and len(choices) == 1 and type(delta) is dict and len(delta) == 1
+                    and type(calls) is list and len(calls) == 1 and type(call) is dict and type(function) is dict
+                    and chunk.get("usage") is None and chunk.get("error") is None and "message" not in choice
+                    and choice.get("finish_reason") is None and call.get("id") is None
+                    and function.get("name") is None):
+                cs = self._choices.get(number)
+                slot = cs.by_index.get(index) if cs is not None else None
+                if slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None:
+                    if not arguments:
+                        cs.latest = slot
+                        return
+                    try:
+                        data = arguments.encode("utf-8")
+                    except UnicodeEncodeError:
+                        pass
+                    else:
+                        cs.latest = slot
+                        buf = slot.buf
+                        slot.last_start = len(buf)
+                        buf += data
+                        slot.nfrags += 1
+                        return
         _openai_chat.handle_chunk(self, self._state, chunk, offset)
 
     def _line(self, line: bytes, pos: int) -> None:
