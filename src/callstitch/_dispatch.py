@@ -118,7 +118,10 @@ def handle_object(acc: Any, state: Any, obj: Any) -> None:
     if type(obj) is not dict:
         dump = getattr(obj, "model_dump", None)
         if dump is not None:
-            obj = dump(mode="json", by_alias=True, exclude_unset=False)
+            try:  # pydantic v2 models: JSON-ready values, the wire names of fields
+                obj = dump(mode="json", by_alias=True)
+            except TypeError:
+                obj = dump()
         else:
             dump = getattr(obj, "to_dict", None)
             if dump is None:
