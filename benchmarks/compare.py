@@ -125,7 +125,9 @@ def print_table(rows: list[dict]) -> None:
 
 def linear_cost(repeats: int) -> list[str]:
     """Time each twin on a 20 KB call and a 4 MB call fed in 64 KiB reads; bytes/s should not drop with size."""
-    small, big = workload.long_call(20_000), workload.long_call(4_000_000)
+    # 100 different small bodies (~225 MB), so that neither size is timed from a warm CPU cache.
+    smalls = [workload.long_call(20_000, seed) for seed in range(100)]
+    big = workload.long_call(4_000_000)
     lines = []
     for impl in ("c", "py"):
         name = f"callstitch-{impl}"
@@ -141,19 +143,19 @@ def linear_cost(repeats: int) -> list[str]:
                 acc.feed(body[i:i + READ])
             return [(c.id, c.name, c.arguments) for c in acc.finalize().tool_calls]
 
-        runs = (small[0], 100), (big[0], 1)   # ~225 MB and ~440 MB of body
+        runs = [b for b, _ in smalls], [big[0]]
         best = [float("inf")] * 2
         try:
-            for (body, expected) in (small, big):
+            for body, expected in (smalls[0], big):
                 if fn(body) != expected:
                     raise ValueError(f"WRONG result on a {len(body) / MB:.0f} MB body")
             for _ in range(repeats):  # alternate, so both sizes meet the same machine load
-                for k, (body, loops) in enumerate(runs):
-                    best[k] = min(best[k], best_time(fn, [body] * loops, 1))
+                for k, bodies in enumerate(runs):
+                    best[k] = min(best[k], best_time(fn, bodies, 1))
         except Exception as exc:
             lines.append(f"linear cost, {name}: {type(exc).__name__}: {exc}")
             continue
-        rates = [len(body) * loops / t for (body, loops), t in zip(runs, best)]
+        rates = [sum(map(len, bodies)) / t for bodies, t in zip(runs, best)]
         lines.append(f"linear cost, {name}: 4 MB call {rates[1] / MB:.0f} MB/s vs 20 KB call "
                      f"{rates[0] / MB:.0f} MB/s of body, ratio {rates[1] / rates[0]:.2f} (1.00 = linear)")
     return lines
@@ -268,7 +270,7 @@ def memory(impls: list[str], gigabytes: float) -> None:
             growth = max(0, r["peak"] - r["base"])
             print(f"{impl:<5} {label:<22} {r['fed'] / 1e9:>6.2f}GB {r['fed'] / r['seconds'] / MB:>6.0f} "
                   f"{fmt_bytes(r['largest']):>13} {r['base'] / MB:>9.0f}MB {r['peak'] / MB:>7.0f}MB "
-                  f"{growth / MB:>7.1f}MB {growth / r['largest']:>11.1f}×")
+                  f"{growth / MB:>7.1f}MB {growth / r['largest'] if growth >= MB else 0:>11.1f}×")
 
 
 # ---------------------------------------------------------------- main

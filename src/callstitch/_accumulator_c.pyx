@@ -19,7 +19,7 @@ import orjson
 from . import _dispatch, _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
-                        build_result, parses)
+                        build_result, parses, raise_first_error)
 from ._state import StreamState
 from ._text import encode_fragment, escape_surrogate
 
@@ -165,6 +165,7 @@ cdef class Accumulator:
     cdef dict _choices
     cdef dict _texts
     cdef bint _fast
+    cdef object _result
     cdef bint _auto
     cdef bint _sse
     # SSE framing state
@@ -665,7 +666,17 @@ cdef class Accumulator:
     # ---------------------------------------------------------------- the end
 
     def finalize(self, strict=False):
-        """Return the Result: every call parsed once; with strict=True raise the first error instead."""
+        """Return the Result: every call parsed once; with strict=True raise the first error instead.
+
+        The stream ends here: a second call returns the same Result.
+        """
+        if self._result is None:
+            self._result = self._build()
+        if strict:
+            raise_first_error(self._result)
+        return self._result
+
+    cdef object _build(self):
         cdef _Slot s
         cdef _Text t
         self._end_of_stream()
@@ -674,7 +685,7 @@ cdef class Accumulator:
             if s.pending:
                 self._append(s, escape_surrogate(s.pending).encode())
                 s.pending = 0
-            slots.append((s.choice, s.seq, s.position, s.id, s.name, bytes(s.buf), s.cumulative, s.last_start,
+            slots.append((s.choice, s.seq, s.position, s.id, s.name, s.buf, s.cumulative, s.last_start,
                           s.quirks))
         texts = {}
         for choice, parts in self._texts.items():
@@ -688,7 +699,7 @@ cdef class Accumulator:
                     t.pending = 0
                 out.append(t.buf)
             texts[choice] = tuple(out)
-        return build_result(slots, texts, self._state, strict)
+        return build_result(slots, texts, self._state)
 
 
 cdef bint _complete(_Slot slot):

@@ -16,7 +16,7 @@ from orjson import loads as _loads
 from . import _dispatch, _framing, _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
-                        build_result, parses)
+                        build_result, parses, raise_first_error)
 from ._results import Result
 from ._state import StreamState
 from ._text import encode_fragment, escape_surrogate
@@ -72,8 +72,10 @@ class Accumulator:
         self._choices: dict[int, _ChoiceState] = {}
         self._texts: dict[int, list] = {}
         self._sse = self._state.framing == _framing.SSE
+        self._result: Result | None = None
         # SSE framing state
         self._tail = b""          # an incomplete line carried to the next feed
+        self._more: list[bytes] = []  # later reads that continue the tail line, not yet joined
         self._offset = 0          # stream offset of the first byte of _tail
         self._started = False     # the BOM check is done
         self._skip_lf = False     # the last feed ended in CR: a leading LF belongs to it
@@ -112,6 +114,12 @@ class Accumulator:
             if data[:1] == b"\n":
                 self._offset += 1
                 data = data[1:]
+        if self._tail and b"\n" not in data and b"\r" not in data:
+            self._more.append(data)  # a long line still growing: join it once, when it ends
+            return
+        if self._more:
+            self._tail = b"".join([self._tail, *self._more])
+            self._more = []
         buf = self._tail + data if self._tail else data
         if b"\r" in buf:
             self._feed_lines_cr(buf)
@@ -264,6 +272,9 @@ class Accumulator:
             self.feed(data)
         if self._skip_lf:
             self._skip_lf = False
+        if self._more:
+            self._tail = b"".join([self._tail, *self._more])
+            self._more = []
         if self._tail:
             tail, self._tail = self._tail, b""
             self._line(tail, self._offset)
@@ -440,14 +451,24 @@ class Accumulator:
     # ---------------------------------------------------------------- the end
 
     def finalize(self, strict: bool = False) -> Result:
-        """Return the Result: every call parsed once; with strict=True raise the first error instead."""
+        """Return the Result: every call parsed once; with strict=True raise the first error instead.
+
+        The stream ends here: a second call returns the same Result.
+        """
+        if self._result is None:
+            self._result = self._build()
+        if strict:
+            raise_first_error(self._result)
+        return self._result
+
+    def _build(self) -> Result:
         self._end_of_stream()
         slots = []
         for s in self._slots:
             if s.pending:
                 self._append(s, escape_surrogate(s.pending).encode())
                 s.pending = 0
-            slots.append((s.choice, s.seq, s.position, s.id, s.name, bytes(s.buf), s.cumulative, s.last_start,
+            slots.append((s.choice, s.seq, s.position, s.id, s.name, s.buf, s.cumulative, s.last_start,
                           s.quirks))
         texts = {}
         for choice, t in self._texts.items():
@@ -456,7 +477,7 @@ class Accumulator:
                     t[which] += escape_surrogate(t[3 + which]).encode()
                     t[3 + which] = 0
             texts[choice] = (t[0], t[1], t[2])
-        return build_result(slots, texts, self._state, strict)
+        return build_result(slots, texts, self._state)
 
 
 def _complete(slot: _Slot) -> bool:

@@ -908,10 +908,11 @@ static inline int cs_utf8_valid(const unsigned char *p, ptrdiff_t n)
 /* ------------------------------------------------------------------------ */
 /*
  * cs_extract(p, n, wants, nwants, out) validates p[0..n) as exactly one JSON
- * object (same rules and conservative limits as cs_scan_chat_chunk) and
- * reports, for every want, what sits at its key path.  Returns 1 only when
- * everything holds, else 0 ("hand it to the general path"; out is then
- * unspecified).
+ * object (same rules and conservative limits as cs_scan_chat_chunk: RFC 8259,
+ * UTF-8, escapes, no lone surrogates, digits + |exponent| <= 300, depth <= 64,
+ * surrounding whitespace allowed, no BOM) and reports, for every want, what
+ * sits at its key path.  Returns 1 only when everything below holds, else 0
+ * ("hand it to the general path"; out is then unspecified).
  *
  *   out[k].kind = CS_T_ABSENT  a key on the path is missing, or an
  *                              intermediate value is null
@@ -921,24 +922,26 @@ static inline int cs_utf8_valid(const unsigned char *p, ptrdiff_t n)
  *               = CS_T_INT     integer literal (no fraction/exponent) that
  *                              fits int64: value in .i
  *               = CS_T_OTHER   true/false/other number/array/object
- * Returns 0 when: an intermediate value on a path is present but neither an
- * object nor null; out[k].kind is not in wants[k].allowed; a key on a wanted
- * path occurs twice in the same object; any key containing a backslash
- * occurs in an object whose keys are interpreted (the top-level object and
- * every object reached along a wanted path); the wants are malformed (more
- * than CS_MAX_WANTS, an empty path, a path longer than CS_MAX_PATH keys, or
- * two wants naming the same path).  A wanted key containing '"', '\\', a
- * control character or invalid UTF-8 simply never matches (such a key can
- * only appear escaped, which already forces 0).  Objects, arrays and values
- * off the wanted paths are validated and skipped.
  *
- * For repeated calls with the same wants, build the plan once with
- * cs_xplan_init() and call cs_extract_plan(); cs_extract() does both.  The
- * plan keeps pointers to the wants' key strings, which must outlive it.
+ * Returns 0 when: an intermediate value on a path is present but is neither
+ * an object nor null; out[k].kind is not in wants[k].allowed; a key on a
+ * wanted path (at its level) occurs twice in the same object; any key that
+ * contains a backslash occurs in an interpreted object (the top-level object
+ * and every object reached along a wanted path before its last key);
+ * nwants is outside 0..CS_MAX_WANTS; a path is empty or has more than
+ * CS_MAX_PATH keys (path[CS_MAX_PATH] must be NULL); two wants name the same
+ * path and that path is present.  A wanted key containing '"', '\\', a
+ * control character or invalid UTF-8 never matches (such a key could only
+ * appear escaped, which forces 0 anyway).  Everything off the wanted paths
+ * is validated and skipped; nothing is allocated.
+ *
+ * No set-up per call beyond one pass over wants: each interpreted object
+ * carries the bitmask of wants whose path leads through it, and each of its
+ * keys is compared only against those wants' key at that level.
  */
 enum { CS_T_ABSENT = 1, CS_T_NULL = 2, CS_T_STR = 4, CS_T_INT = 8, CS_T_OTHER = 16 };
 #define CS_MAX_WANTS 12
-#define CS_MAX_PATH 5       /* keys per path; path[] has one more slot for NULL */
+#define CS_MAX_PATH 5       /* keys per path; path[] has one more slot for the NULL */
 
 typedef struct {
     const char *path[CS_MAX_PATH + 1];  /* object keys from the top-level object, NULL-terminated */
@@ -947,145 +950,76 @@ typedef struct {
 
 typedef struct {
     int kind;                           /* one CS_T_* bit */
-    const unsigned char *p; ptrdiff_t n; int has_esc;   /* CS_T_STR */
+    const unsigned char *p; ptrdiff_t n; int has_esc;   /* CS_T_STR (as cs_span) */
     int64_t i;                          /* CS_T_INT */
 } cs_val;
 
-#define CS_X_MAXNODES (1 + CS_MAX_WANTS * (CS_MAX_PATH - 1))
-#define CS_X_MAXENTS  (CS_MAX_WANTS * CS_MAX_PATH)
-
-/* One key of one interpreted object level. */
 typedef struct {
-#ifdef CS_SSE2
-    __m128i pat;                 /* key bytes zero-padded (meaningful if len <= 15) */
-#endif
-    const unsigned char *key;
-    ptrdiff_t len;
-    int want;                    /* out index if a path ends here, else -1 */
-    int child;                   /* node of the object below if paths continue, else -1 */
-} cs_xent;
+    const cs_want *w;
+    cs_val *out;
+    unsigned ends[CS_MAX_PATH];         /* wants whose path has exactly level+1 keys */
+} cs_xctx;
 
-/* One interpreted object level (a common path prefix). */
-typedef struct {
-    int n;
-    unsigned char ent[CS_MAX_WANTS];
-} cs_xnode;
-
-typedef struct {
-    int ok, nwants, nnodes, nents;
-    int allowed[CS_MAX_WANTS];
-    cs_xnode node[CS_X_MAXNODES];
-    cs_xent ent[CS_X_MAXENTS];
-} cs_xplan;
-
-/* Build the key trie for wants. 1 = ok, 0 = malformed wants (then
- * cs_extract_plan always returns 0). */
-static inline int cs_xplan_init(cs_xplan *pl, const cs_want *w, int nw)
+/* 1 if the NUL-terminated s equals the n raw key bytes k. k holds no NUL
+ * (validated JSON string text), so s is never read past its terminator. */
+static CS_ALWAYS_INLINE int cs_xkeq(const char *s, const unsigned char *k, ptrdiff_t n)
 {
-    int k, d, j;
-    pl->ok = 0;
-    pl->nwants = 0;
-    pl->nnodes = 1;
-    pl->nents = 0;
-    pl->node[0].n = 0;
-    if (nw < 0 || nw > CS_MAX_WANTS || (nw > 0 && !w)) return 0;
-    for (k = 0; k < nw; k++) {
-        int ni = 0;
-        pl->allowed[k] = w[k].allowed;
-        if (!w[k].path[0] || w[k].path[CS_MAX_PATH]) return 0;
-        for (d = 0; d < CS_MAX_PATH && w[k].path[d]; d++) {
-            const unsigned char *key = (const unsigned char *)w[k].path[d];
-            ptrdiff_t len = (ptrdiff_t)strlen(w[k].path[d]);
-            int last = (d + 1 == CS_MAX_PATH) || !w[k].path[d + 1];
-            cs_xnode *nd = &pl->node[ni];
-            cs_xent *x = NULL;
-            for (j = 0; j < nd->n; j++) {
-                cs_xent *y = &pl->ent[nd->ent[j]];
-                if (y->len == len && memcmp(y->key, key, (size_t)len) == 0) { x = y; break; }
-            }
-            if (!x) {
-                if (nd->n >= CS_MAX_WANTS || pl->nents >= CS_X_MAXENTS) return 0;
-                nd->ent[nd->n++] = (unsigned char)pl->nents;
-                x = &pl->ent[pl->nents++];
-                x->key = key;
-                x->len = len;
-                x->want = -1;
-                x->child = -1;
-#ifdef CS_SSE2
-                {
-                    unsigned char buf[16];
-                    memset(buf, 0, sizeof buf);
-                    memcpy(buf, key, (size_t)(len < 16 ? len : 16));
-                    x->pat = _mm_loadu_si128((const __m128i *)(const void *)buf);
-                }
-#endif
-            }
-            if (last) {
-                if (x->want >= 0) return 0;         /* same path twice */
-                x->want = k;
-            } else {
-                if (x->child < 0) {
-                    if (pl->nnodes >= CS_X_MAXNODES) return 0;
-                    x->child = pl->nnodes++;
-                    pl->node[x->child].n = 0;
-                }
-                ni = x->child;
-            }
-        }
-    }
-    pl->nwants = nw;
-    pl->ok = 1;
-    return 1;
+    ptrdiff_t i;
+    for (i = 0; i < n; i++)
+        if ((unsigned char)s[i] != k[i]) return 0;
+    return s[n] == '\0';
 }
 
-/* Read a key of an interpreted object (p at '"') and the ':' after it.
- * *ei = entry index of the matching wanted key or -1. Returns a pointer to
- * the value (p < e) or NULL (invalid, or the key contains an escape). */
-static CS_ALWAYS_INLINE const unsigned char *cs_xkey(const cs_xplan *pl, const cs_xnode *nd,
-                                                     const unsigned char *p, const unsigned char *e, int *ei)
+/* Read a key of an interpreted object at `level` (p at '"') and the ':'
+ * after it. *match = the subset of `active` whose path[level] equals the
+ * key. Returns a pointer to the value (p < e) or NULL (invalid, or the key
+ * contains an escape). */
+static CS_ALWAYS_INLINE const unsigned char *cs_xkey(const cs_xctx *cx, unsigned active, int level,
+                                                     const unsigned char *p, const unsigned char *e,
+                                                     unsigned *match)
 {
     const unsigned char *q;
-    ptrdiff_t len;
-    int esc = 0, j;
+    unsigned m = 0;
+    int esc = 0;
     if (p >= e || *p != '"') return NULL;
-    *ei = -1;
 #ifdef CS_SSE2
     if (CS_LIKELY(e - p >= 17)) {
-        /* the key is clean ASCII and ends within these 16 bytes: its length
-         * is the quote position and it matches by one compare */
+        /* common case: clean ASCII key ending within the next 16 bytes */
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
         unsigned mq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) | 0x10000u;
         unsigned ms = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
                                                                _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)))) | 0x10000u;
-        unsigned iq = (unsigned)__builtin_ctz(mq), is = (unsigned)__builtin_ctz(ms);
-        if (CS_LIKELY(iq < is)) {
-            unsigned lm = (1u << iq) - 1u;
-            for (j = 0; j < nd->n; j++) {
-                const cs_xent *x = &pl->ent[nd->ent[j]];
-                if (x->len == (ptrdiff_t)iq &&
-                    ((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, x->pat)) & lm) == lm) {
-                    *ei = nd->ent[j];
-                    break;
-                }
-            }
+        unsigned iq = (unsigned)__builtin_ctz(mq);
+        if (CS_LIKELY(iq < (unsigned)__builtin_ctz(ms))) {
             q = p + 1 + iq;
-            goto have;
+            goto found;
         }
     }
 #endif
     q = cs_str(p + 1, e, &esc);
     if (!q || esc) return NULL;
-    len = q - (p + 1);
-    for (j = 0; j < nd->n; j++) {
-        const cs_xent *x = &pl->ent[nd->ent[j]];
-        if (x->len == len && memcmp(p + 1, x->key, (size_t)len) == 0) {
-            *ei = nd->ent[j];
-            break;
+#ifdef CS_SSE2
+found:
+#endif
+    {
+        /* wants sharing a path prefix usually share the key pointer: reuse
+         * the previous comparison when the pointer repeats */
+        const char *last = NULL;
+        int lastr = 0;
+        const ptrdiff_t kn = q - (p + 1);
+        const unsigned char c0 = p[1];    /* '"' when the key is empty */
+        while (active) {
+            unsigned j = (unsigned)__builtin_ctz(active);
+            const char *s = cx->w[j].path[level];
+            active &= active - 1u;
+            if (s != last) {
+                last = s;
+                lastr = kn ? ((unsigned char)s[0] == c0 && cs_xkeq(s + 1, p + 2, kn - 1)) : (s[0] == '\0');
+            }
+            if (lastr) m |= 1u << j;
         }
     }
-#ifdef CS_SSE2
-have:
-#endif
+    *match = m;
     /* q at the closing quote */
     if (CS_LIKELY(e - q > 2 && q[1] == ':' && q[2] > ' ')) return q + 2;
     p = cs_ws(q + 1, e);
@@ -1095,8 +1029,8 @@ have:
     return p;
 }
 
-/* Number at p (validated as cs_num does); classifies into *v. */
-static inline const unsigned char *cs_xnum(const unsigned char *p, const unsigned char *e, cs_val *v)
+/* Number at p, validated as cs_num does; classified into *v. */
+static CS_ALWAYS_INLINE const unsigned char *cs_xnum(const unsigned char *p, const unsigned char *e, cs_val *v)
 {
     const unsigned char *q = cs_num(p, e), *s = p;
     uint64_t u = 0;
@@ -1122,31 +1056,35 @@ static inline const unsigned char *cs_xnum(const unsigned char *p, const unsigne
     return q;
 }
 
-/* Interpreted object of plan node ni at nesting depth `depth`; p at '{'.
- * Returns pointer past the closing '}' or NULL. Recursion is bounded by
- * CS_MAX_PATH. */
-static const unsigned char *cs_xobj(const cs_xplan *pl, int ni, const unsigned char *p,
-                                    const unsigned char *e, int depth, cs_val *out)
+/* Interpreted object at `level` (top-level object = 0, nesting depth
+ * level + 1); `active` = wants whose path continues through it.  p at '{'.
+ * Returns pointer past the closing '}' or NULL.  Recursion depth is bounded
+ * by CS_MAX_PATH. */
+static const unsigned char *cs_xobj(const cs_xctx *cx, unsigned active, int level,
+                                    const unsigned char *p, const unsigned char *e)
 {
-    const cs_xnode *nd = &pl->node[ni];
-    uint64_t seen = 0;
-    int ei, r, esc;
+    const int depth = level + 1;
+    unsigned seen = 0, m, leaf;
+    int r, esc;
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return p + 1;
     for (;;) {
-        p = cs_xkey(pl, nd, p, e, &ei);
+        p = cs_xkey(cx, active, level, p, e, &m);
         if (!p) return NULL;
-        if (ei < 0) {
+        if (!m) {
             p = cs_skipv(p, e, depth);
         } else {
-            const cs_xent *x = &pl->ent[ei];
-            cs_val *v = x->want >= 0 ? &out[x->want] : NULL;
-            if (seen & (UINT64_C(1) << ei)) return NULL;   /* duplicate wanted key */
-            seen |= UINT64_C(1) << ei;
+            cs_val *v;
+            if (seen & m) return NULL;                 /* duplicate wanted key */
+            seen |= m;
+            leaf = m & cx->ends[level];                /* wants ending at this key */
+            m &= ~leaf;                                /* wants continuing below */
+            if (leaf & (leaf - 1u)) return NULL;       /* two wants, same path */
+            v = leaf ? &cx->out[__builtin_ctz(leaf)] : NULL;
             switch (*p) {
             case '"': {
                 const unsigned char *q;
-                if (x->child >= 0) return NULL;
+                if (m) return NULL;
                 esc = 0;
                 q = cs_str(p + 1, e, &esc);
                 if (!q) return NULL;
@@ -1164,16 +1102,15 @@ static const unsigned char *cs_xobj(const cs_xplan *pl, int ni, const unsigned c
                 break;
             case '{':
                 if (v) v->kind = CS_T_OTHER;
-                if (x->child >= 0) p = cs_xobj(pl, x->child, p, e, depth + 1, out);
-                else p = cs_skip(p, e, depth);
+                p = m ? cs_xobj(cx, m, level + 1, p, e) : cs_skip(p, e, depth);
                 break;
             case '-': case '0': case '1': case '2': case '3': case '4':
             case '5': case '6': case '7': case '8': case '9':
-                if (x->child >= 0) return NULL;
+                if (m) return NULL;
                 p = cs_xnum(p, e, v);
                 break;
-            default:    /* true / false / array / invalid */
-                if (x->child >= 0) return NULL;
+            default:                                   /* true / false / array / invalid */
+                if (m) return NULL;
                 v->kind = CS_T_OTHER;
                 p = cs_skip(p, e, depth);
                 break;
@@ -1187,35 +1124,41 @@ static const unsigned char *cs_xobj(const cs_xplan *pl, int ni, const unsigned c
 }
 
 /* 1 = understood (out[0..nwants) filled), 0 = hand to the general path. */
-static inline int cs_extract_plan(const cs_xplan *pl, const unsigned char *p, ptrdiff_t n, cs_val *out)
+static inline int cs_extract(const unsigned char *p, ptrdiff_t n, const cs_want *wants, int nwants, cs_val *out)
 {
     const unsigned char *e = p + n;
+    cs_xctx cx;
     int k;
-    if (!pl->ok) return 0;
-    for (k = 0; k < pl->nwants; k++) {
+    unsigned e0 = 0, e1 = 0, e2 = 0, e3 = 0, e4 = 0;   /* in registers, not cx.ends[] */
+    if (nwants < 0 || nwants > CS_MAX_WANTS || (nwants > 0 && (!wants || !out))) return 0;
+    for (k = 0; k < nwants; k++) {
+        const char *const *pa = wants[k].path;
+        unsigned bit = 1u << k;
         out[k].kind = CS_T_ABSENT;
         out[k].p = NULL;
         out[k].n = 0;
         out[k].has_esc = 0;
         out[k].i = 0;
+        if (!pa[0] || pa[CS_MAX_PATH]) return 0;
+        if (!pa[1]) e0 |= bit;
+        else if (!pa[2]) e1 |= bit;
+        else if (!pa[3]) e2 |= bit;
+        else if (!pa[4]) e3 |= bit;
+        else e4 |= bit;
     }
+    cx.ends[0] = e0; cx.ends[1] = e1; cx.ends[2] = e2; cx.ends[3] = e3; cx.ends[4] = e4;
+    cx.w = wants;
+    cx.out = out;
     if (!p || n <= 0) return 0;
     p = cs_ws(p, e);
     if (p >= e || *p != '{') return 0;
-    p = cs_xobj(pl, 0, p, e, 1, out);
+    p = cs_xobj(&cx, nwants ? (1u << nwants) - 1u : 0u, 0, p, e);
     if (!p) return 0;
     p = cs_ws(p, e);
     if (p != e) return 0;
-    for (k = 0; k < pl->nwants; k++)
-        if (!(out[k].kind & pl->allowed[k])) return 0;
+    for (k = 0; k < nwants; k++)
+        if (!(out[k].kind & wants[k].allowed)) return 0;
     return 1;
-}
-
-static inline int cs_extract(const unsigned char *p, ptrdiff_t n, const cs_want *wants, int nwants, cs_val *out)
-{
-    cs_xplan pl;
-    if (!cs_xplan_init(&pl, wants, nwants)) return 0;
-    return cs_extract_plan(&pl, p, n, out);
 }
 
 #endif /* CALLSTITCH_CHUNKSCAN_H */

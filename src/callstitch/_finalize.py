@@ -68,68 +68,67 @@ def _classify(data: bytes, exc: orjson.JSONDecodeError, text: str) -> tuple[str,
     return "malformed", offset
 
 
-def parse_arguments(data: bytes, call_id: str | None, name: str | None) -> tuple[Any, str, ArgumentsError | None]:
-    """Parse a call's argument bytes once; return (arguments, raw text, error)."""
-    try:
-        raw = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raw = data.decode("utf-8", "replace")
-        return None, raw, ArgumentsError("malformed", "invalid UTF-8", call_id=call_id, name=name,
-                                         offset=exc.start, raw=raw)
-    if not data.strip(b" \t\r\n"):
-        return {}, raw, None
+def parse_arguments(data: bytes | bytearray, call_id: str | None, name: str | None) -> tuple[Any, ArgumentsError | None, bool]:
+    """Parse a call's argument bytes once; return (arguments, error, whether the text parsed as JSON)."""
+    if not data or (data[0] in b" \t\r\n" and not data.strip(b" \t\r\n")):
+        return {}, None, True
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return None, ArgumentsError("malformed", "invalid UTF-8", call_id=call_id, name=name, offset=bad.start,
+                                        raw=data), False
         kind, offset = _classify(data, exc, raw)
-        return None, raw, ArgumentsError(kind, str(exc).split(":")[0], call_id=call_id, name=name,
-                                         offset=offset, raw=raw)
+        return None, ArgumentsError(kind, str(exc).split(":")[0], call_id=call_id, name=name, offset=offset,
+                                    raw=raw), False
     if type(value) is not dict:
-        return None, raw, ArgumentsError("not an object", f"got a JSON {type(value).__name__}", call_id=call_id,
-                                         name=name, offset=0, raw=raw)
-    return value, raw, None
+        return None, ArgumentsError("not an object", f"got a JSON {type(value).__name__}", call_id=call_id,
+                                    name=name, offset=0, raw=data), True
+    return value, None, True
 
 
-def undo_repeats(data: bytes, cumulative: list[int] | None, last_start: int) -> tuple[bytes, int]:
-    """Undo cumulative or resent arguments when (and only when) the text as sent does not parse.
+def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: int, call_id: str | None,
+                     name: str | None) -> tuple[bytes | bytearray, Any, ArgumentsError | None, int]:
+    """Parse a call's arguments, undoing cumulative or resent arguments only when the text as sent fails.
 
     cumulative: the lengths of the fragments while every fragment began with the one before
     (the accumulator then keeps only the latest, from which all are rebuilt); None otherwise.
-    Returns the bytes to parse and the quirk bits applied.
+    Returns the text taken, the arguments, the error and the quirk bits applied.
     """
     if cumulative is not None and len(cumulative) > 1:
         as_sent = b"".join(data[:n] for n in cumulative[:-1]) + data
-        if parses(as_sent):
-            return as_sent, 0
-        return data, Q_CUMULATIVE
-    if 0 < last_start < len(data) and not parses(data):
+        value, error, parsed = parse_arguments(as_sent, call_id, name)
+        if parsed:
+            return as_sent, value, error, 0
+        value, error, _ = parse_arguments(data, call_id, name)
+        return data, value, error, Q_CUMULATIVE
+    value, error, parsed = parse_arguments(data, call_id, name)
+    if not parsed and 0 < last_start < len(data):
         head, tail = data[:last_start], data[last_start:]
         try:
-            if orjson.loads(head) == orjson.loads(tail):
-                return head, Q_REPEATED_ARGUMENTS
+            same = orjson.loads(head) == orjson.loads(tail)
         except orjson.JSONDecodeError:
-            pass
-    return data, 0
+            same = False
+        if same:
+            value, error, _ = parse_arguments(head, call_id, name)
+            return head, value, error, Q_REPEATED_ARGUMENTS
+    return data, value, error, 0
 
 
-def build_result(slots: Iterable[tuple], texts: dict, state: Any, strict: bool) -> Result:
+def build_result(slots: Iterable[tuple], texts: dict, state: Any) -> Result:
     """Build the Result from the accumulator's slots and texts.
 
-    slots: (choice, seq, index, id, name, bytes, cumulative, last_start, quirk bits) per call;
+    slots: (choice, seq, index, id, name, argument bytes, cumulative, last_start, quirk bits) per call;
+    the argument bytearrays are handed over, not copied: the accumulator is done with them.
     texts: choice -> [content, reasoning, refusal] as bytes or None.
     """
     calls: list[ToolCall] = []
     for choice, _seq, index, call_id, name, data, cumulative, last_start, bits in sorted(
             slots, key=lambda s: (s[0], s[1])):
-        data, more = undo_repeats(bytes(data), cumulative, last_start)
-        arguments, raw, error = parse_arguments(data, call_id, name)
-        calls.append(ToolCall(call_id, name, choice, index, arguments, raw, error, quirk_names(bits | more)))
-    if strict:
-        if state.errors:
-            raise state.errors[0]
-        for call in calls:
-            if call.error is not None:
-                raise call.error
+        data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name)
+        calls.append(ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more)))
     choice_ids = set(texts) | set(state.finish_reasons) | {c.choice for c in calls}
     choices = []
     for k in sorted(choice_ids):
@@ -141,3 +140,12 @@ def build_result(slots: Iterable[tuple], texts: dict, state: Any, strict: bool) 
 
 def _decode(data: bytes | None) -> str | None:
     return None if data is None else bytes(data).decode("utf-8", "replace")
+
+
+def raise_first_error(result: Result) -> None:
+    """Raise the first stream error, else the first call's arguments error (finalize(strict=True))."""
+    if result.errors:
+        raise result.errors[0]
+    for call in result.tool_calls:
+        if call.error is not None:
+            raise call.error

@@ -92,6 +92,7 @@ class EventStreamFramer:
         self._state = state
         self._buf = bytearray()
         self._offset = 0  # stream offset of _buf[0]
+        self._skipped_from: int | None = None  # where bytes began to be skipped after a damaged prelude
 
     def feed(self, data: bytes) -> None:
         """Take more bytes; hand over every complete message."""
@@ -102,11 +103,11 @@ class EventStreamFramer:
             total, headers_len = struct.unpack_from(">II", buf, pos)
             if not (_MIN_MESSAGE <= total and headers_len <= total - _MIN_MESSAGE
                     and zlib.crc32(buf[pos:pos + 8]) == struct.unpack_from(">I", buf, pos + 8)[0]):
-                start = pos
+                if self._skipped_from is None:
+                    self._skipped_from = self._offset + pos
                 pos = self._resync(buf, pos + 1)
-                self._state.error("malformed chunk", f"event-stream prelude damaged; skipped {pos - start} bytes",
-                                  self._offset + start)
                 continue
+            self._report_skipped(self._offset + pos)
             if len(buf) - pos < total:
                 break
             message = bytes(buf[pos:pos + total])
@@ -142,8 +143,19 @@ class EventStreamFramer:
         detail = headers.get(":error-message") or payload.decode("utf-8", "replace")
         self._state.error("in-band error", f"{name}: {detail}", offset, payload)
 
+    def _report_skipped(self, upto: int) -> None:
+        if self._skipped_from is not None:
+            self._state.error("malformed chunk",
+                              f"event-stream prelude damaged; skipped {upto - self._skipped_from} bytes",
+                              self._skipped_from)
+            self._skipped_from = None
+
     def end(self) -> None:
         """Report bytes left over that never made a whole message."""
+        if self._skipped_from is not None:
+            self._offset += len(self._buf)
+            del self._buf[:]
+            self._report_skipped(self._offset)
         if self._buf:
             self._state.error("malformed chunk", f"event stream ends inside a message ({len(self._buf)} bytes)",
                               self._offset, bytes(self._buf[:200]))

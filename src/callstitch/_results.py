@@ -76,18 +76,27 @@ def _rebuild_stream_error(kind, detail, offset, data):
 class ToolCall:
     """One finished tool call."""
 
-    __slots__ = ("id", "name", "choice", "index", "arguments", "raw_arguments", "error", "quirks")
+    __slots__ = ("id", "name", "choice", "index", "arguments", "_raw", "error", "quirks")
 
     def __init__(self, id: str | None, name: str | None, choice: int, index: int, arguments: Any,
-                 raw_arguments: str, error: ArgumentsError | None = None, quirks: tuple[str, ...] = ()) -> None:
+                 raw_arguments: str | bytes | bytearray, error: ArgumentsError | None = None,
+                 quirks: tuple[str, ...] = ()) -> None:
         self.id = id
         self.name = name
         self.choice = choice
         self.index = index
         self.arguments = arguments
-        self.raw_arguments = raw_arguments
+        self._raw = raw_arguments  # kept as bytes until asked for: most callers only want arguments
         self.error = error
         self.quirks = quirks
+
+    @property
+    def raw_arguments(self) -> str:
+        """Return exactly the argument text received (after quirk normalisation)."""
+        raw = self._raw
+        if type(raw) is not str:
+            raw = self._raw = bytes(raw).decode("utf-8", "replace")
+        return raw
 
     def to_dict(self) -> dict[str, Any]:
         """Return the call as a plain dict (the CLI's record shape)."""
