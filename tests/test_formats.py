@@ -288,6 +288,22 @@ def test_anthropic_input_on_the_start_block(impl):
                                                                         {"city": "Paris"})]
 
 
+def test_anthropic_start_input_survives_an_empty_delta(impl):
+    """An empty input_json_delta streams no input: the input the start block carried still stands."""
+    body = F.sse([
+        ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                                "content": [], "usage": {"input_tokens": 5}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "input_json_delta", "partial_json": ""}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+    result = impl.reassemble(body, format="anthropic")
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [("toolu_1", "get_weather", {"city": "Paris"})]
+
+
 def test_anthropic_empty_input_json_delta_only(impl):
     body = F.sse([
         ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
@@ -739,8 +755,11 @@ def test_twins_agree(both, variant, make):
                                              ("bedrock-eventstream", "eventstream"), ("bedrock-sse", "sse"),
                                              ("cohere", "sse"), ("ollama", "ndjson")])
 def test_auto_detects_the_framing(impl, variant, framing):
+    body = F.build(variant, CALLS[:1])
+    assert {"eventstream": body[:1] == b"\x00", "ndjson": body[:1] == b"{",
+            "sse": body[:6] in (b"event:", b"data: ")}[framing]
     acc = impl.Accumulator(format="auto")
-    acc.feed(F.build(variant, CALLS[:1]))
+    acc.feed(body)
     result = acc.finalize()
     assert result.format == fmt(variant)
     assert calls_of(result) == want(variant, CALLS[:1])
