@@ -59,6 +59,94 @@ cdef extern from "_chunkscan.h" nogil:
         cs_frag frags[32]
     int cs_scan_chat_chunk(const unsigned char *p, Py_ssize_t n, cs_chunk *out)
     Py_ssize_t cs_unescape(const unsigned char *p, Py_ssize_t n, unsigned char *dst)
+    enum:
+        CS_T_ABSENT
+        CS_T_NULL
+        CS_T_STR
+        CS_T_INT
+        CS_T_OTHER
+    ctypedef struct cs_want:
+        const char *path[6]
+        int allowed
+    ctypedef struct cs_val:
+        int kind
+        const unsigned char *p
+        Py_ssize_t n
+        int has_esc
+        int64_t i
+    int cs_extract(const unsigned char *p, Py_ssize_t n, const cs_want *wants, int nwants, cs_val *out)
+
+# What the fast path reads from each format's commonest events; any value kind is allowed, so
+# the reader only validates and locates, and the decisions stay here, readable.
+cdef enum:
+    _ANY = 31
+    FMT_OTHER = 0
+    FMT_CHAT = 1
+    FMT_RESPONSES = 2
+    FMT_ANTHROPIC = 3
+    FMT_BEDROCK = 4
+    FMT_COHERE = 5
+
+cdef cs_want _ANTHROPIC[6]
+cdef cs_want _RESPONSES[3]
+cdef cs_want _BEDROCK[5]
+cdef cs_want _COHERE[7]
+
+
+cdef void _want(cs_want *w, const char *a, const char *b=NULL, const char *c=NULL, const char *d=NULL,
+                const char *e=NULL):
+    w.path[0] = a
+    w.path[1] = b
+    w.path[2] = c
+    w.path[3] = d
+    w.path[4] = e
+    w.path[5] = NULL
+    w.allowed = _ANY
+
+
+# anthropic content_block_delta: type, index, delta.type, delta.partial_json, delta.text, delta.thinking
+_want(&_ANTHROPIC[0], "type")
+_want(&_ANTHROPIC[1], "index")
+_want(&_ANTHROPIC[2], "delta", "type")
+_want(&_ANTHROPIC[3], "delta", "partial_json")
+_want(&_ANTHROPIC[4], "delta", "text")
+_want(&_ANTHROPIC[5], "delta", "thinking")
+# openai-responses deltas: type, item_id, delta
+_want(&_RESPONSES[0], "type")
+_want(&_RESPONSES[1], "item_id")
+_want(&_RESPONSES[2], "delta")
+# bedrock contentBlockDelta payload: contentBlockIndex, delta.toolUse, delta.toolUse.input, delta.text,
+# delta.reasoningContent
+_want(&_BEDROCK[0], "contentBlockIndex")
+_want(&_BEDROCK[1], "delta", "toolUse")
+_want(&_BEDROCK[2], "delta", "toolUse", "input")
+_want(&_BEDROCK[3], "delta", "text")
+_want(&_BEDROCK[4], "delta", "reasoningContent")
+# cohere: type, index, the call's id, name and arguments, content text and thinking, tool plan
+_want(&_COHERE[0], "type")
+_want(&_COHERE[1], "index")
+_want(&_COHERE[2], "delta", "message", "tool_calls", "id")
+_want(&_COHERE[3], "delta", "message", "tool_calls", "function", "name")
+_want(&_COHERE[4], "delta", "message", "tool_calls", "function", "arguments")
+_want(&_COHERE[5], "delta", "message", "content")
+_want(&_COHERE[6], "delta", "message", "tool_plan")
+
+_FORMAT_CODES = {"openai-chat": FMT_CHAT, "openai-responses": FMT_RESPONSES, "anthropic": FMT_ANTHROPIC,
+                 "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE}
+
+
+cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
+    """Tell whether a located value is the string text (compared as sent: escapes never match)."""
+    return v.kind == CS_T_STR and v.n == n and not v.has_esc and memcmp(v.p, text, n) == 0
+
+
+cdef inline cs_span _span(const cs_val *v):
+    cdef cs_span s
+    s.p = v.p
+    s.n = v.n
+    s.kind = CS_STR
+    s.has_esc = v.has_esc
+    return s
 
 cdef int _Q_CHANGING_ID = Q_CHANGING_ID
 cdef int _Q_EMPTY_NAME = Q_EMPTY_NAME
@@ -165,8 +253,13 @@ cdef class Accumulator:
     cdef dict _choices
     cdef dict _texts
     cdef bint _fast
+    cdef int _fmt
     cdef object _result
     cdef bint _auto
+    cdef cs_val _vals[12]
+    # The slot the last item_id (Responses) went to; cleared with _cache_slot.
+    cdef bytes _item_key
+    cdef _Slot _item_slot
     cdef bint _sse
     # SSE framing state
     cdef bytearray _tail
@@ -193,6 +286,7 @@ cdef class Accumulator:
     def __init__(self, format="openai-chat"):
         self._state = StreamState(_dispatch.check_format(format))
         self._fast = format == "openai-chat"
+        self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
         self._auto = format == "auto"
         self._sse = self._state.framing == _SSE
         self._slots = []
@@ -390,8 +484,11 @@ cdef class Accumulator:
         """Handle one event's data: on the fast path when the scanner understands it, else the general one."""
         cdef object event = self._event_name
         self._event_name = None
-        if event is None and self._fast and cs_scan_chat_chunk(data, n, &self._chunk):
-            self._apply_chunk()
+        if self._fmt == FMT_CHAT:
+            if event is None and cs_scan_chat_chunk(data, n, &self._chunk):
+                self._apply_chunk()
+                return 0
+        elif self._fmt != FMT_OTHER and event != "error" and self._fast_event(event, data, n):
             return 0
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
@@ -399,6 +496,7 @@ cdef class Accumulator:
             # format="auto" has just learnt the format: the fast path applies from now on if it is chat.
             self._auto = False
             self._fast = self._state.format == "openai-chat"
+            self._fmt = _FORMAT_CODES.get(self._state.format, FMT_OTHER)
         return 0
 
     def _event(self, event, bytes data, offset):
@@ -469,6 +567,148 @@ cdef class Accumulator:
             if ch.finish_reason.kind == CS_STR:
                 self._state.finish(number, _span_str(&ch.finish_reason))
         return 0
+
+    cdef _Slot _known_slot(self, int64_t index):
+        """Return choice 0's call at index when it already has arguments (so the adapter has seen it), else None."""
+        cdef _ChoiceState cs
+        cdef _Slot slot
+        if self._cache_slot is not None and self._cache_choice == 0 and self._cache_index == index:
+            slot = self._cache_slot
+            cs = self._cache_cs
+        else:
+            cs = self._choices.get(0)
+            if cs is None:
+                return None
+            slot = cs.by_index.get(index)
+            if slot is None:
+                return None
+            self._cache_slot = slot
+            self._cache_cs = cs
+            self._cache_choice = 0
+            self._cache_index = index
+        if not slot.nfrags:
+            # Its first fragment goes the general way, which notes it in the adapter's state.
+            return None
+        cs.latest = slot
+        return slot
+
+    cdef int _fast_event(self, object event, const unsigned char *data, Py_ssize_t n) except -1:
+        """Apply the commonest events of the other formats in place; 0 sends the event the general way.
+
+        Each branch does exactly what the format's adapter would do with that event.
+        """
+        cdef cs_val *v = self._vals
+        cdef _Slot slot
+        cdef cs_span span
+        cdef int64_t index
+        if self._fmt == FMT_ANTHROPIC:
+            if not cs_extract(data, n, _ANTHROPIC, 6, v) or not _is(&v[0], "content_block_delta", 19) \
+                    or v[1].kind != CS_T_INT:
+                return 0
+            if _is(&v[2], "input_json_delta", 16) and v[3].kind == CS_T_STR:
+                slot = self._known_slot(v[1].i)
+                if slot is None:
+                    return 0
+                if v[3].n:
+                    span = _span(&v[3])
+                    self._append_span(slot, &span)
+                return 1
+            if _is(&v[2], "text_delta", 10) and v[4].kind == CS_T_STR:
+                span = _span(&v[4])
+                self._text_span(0, 0, &span)
+                return 1
+            if _is(&v[2], "thinking_delta", 14) and v[5].kind == CS_T_STR:
+                span = _span(&v[5])
+                self._text_span(0, 1, &span)
+                return 1
+            return 0
+        if self._fmt == FMT_RESPONSES:
+            if not cs_extract(data, n, _RESPONSES, 3, v) or v[2].kind != CS_T_STR:
+                return 0
+            if _is(&v[0], "response.function_call_arguments.delta", 38):
+                if v[1].kind != CS_T_STR:
+                    return 0
+                slot = self._item(&v[1])
+                if slot is None:
+                    return 0
+                if v[2].n:
+                    span = _span(&v[2])
+                    self._append_span(slot, &span)
+                return 1
+            span = _span(&v[2])
+            if _is(&v[0], "response.output_text.delta", 26):
+                self._text_span(0, 0, &span)
+            elif _is(&v[0], "response.reasoning_summary_text.delta", 37) or _is(
+                    &v[0], "response.reasoning_text.delta", 29):
+                self._text_span(0, 1, &span)
+            elif _is(&v[0], "response.refusal.delta", 22):
+                self._text_span(0, 2, &span)
+            else:
+                return 0
+            return 1
+        if self._fmt == FMT_BEDROCK:
+            if event != "contentBlockDelta" or not cs_extract(data, n, _BEDROCK, 5, v) or v[0].kind != CS_T_INT:
+                return 0
+            if v[2].kind == CS_T_STR:
+                slot = self._known_slot(v[0].i)
+                if slot is None:
+                    return 0
+                if v[2].n:
+                    span = _span(&v[2])
+                    self._append_span(slot, &span)
+                return 1
+            if (v[1].kind == CS_T_ABSENT or v[1].kind == CS_T_NULL) and v[3].kind == CS_T_STR \
+                    and v[4].kind == CS_T_ABSENT:
+                span = _span(&v[3])
+                self._text_span(0, 0, &span)
+                return 1
+            return 0
+        if self._fmt == FMT_COHERE:
+            if not cs_extract(data, n, _COHERE, 7, v):
+                return 0
+            if _is(&v[0], "tool-call-delta", 15):
+                if v[1].kind != CS_T_INT or v[4].kind != CS_T_STR or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL)) \
+                        or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
+                    return 0
+                slot = self._known_slot(v[1].i)
+                if slot is None:
+                    return 0
+                if v[4].n:
+                    span = _span(&v[4])
+                    self._append_span(slot, &span)
+                return 1
+            if _is(&v[0], "tool-plan-delta", 15) and v[6].kind == CS_T_STR:
+                span = _span(&v[6])
+                self._text_span(0, 1, &span)
+                return 1
+            return 0
+        return 0
+
+    cdef _Slot _item(self, const cs_val *key):
+        """Return the call a Responses item_id names, when it already has arguments, else None."""
+        cdef _Slot slot
+        cdef object index
+        cdef _ChoiceState cs
+        if (self._item_slot is not None and not key.has_esc and len(self._item_key) == key.n
+                and memcmp(<const char *>self._item_key, key.p, key.n) == 0):
+            slot = self._item_slot
+        else:
+            if key.has_esc:
+                return None
+            item = PyUnicode_DecodeUTF8(<const char *>key.p, key.n, NULL)
+            index = self._state.keys.get(item)
+            cs = self._choices.get(0)
+            if index is None or cs is None or item not in self._state.notes.get("calls", ()):
+                return None
+            slot = cs.by_index.get(index)
+            if slot is None:
+                return None
+            self._item_key = (<const char *>key.p)[:key.n]
+            self._item_slot = slot
+        if not slot.nfrags:
+            return None
+        (<_ChoiceState>self._choices[0]).latest = slot
+        return slot
 
     cdef int _append_span(self, _Slot slot, const cs_span *s) except -1:
         """Append a scanned argument string to its slot, as _append does for bytes."""
@@ -563,6 +803,7 @@ cdef class Accumulator:
         cdef _ChoiceState cs
         cdef _Slot slot
         self._cache_slot = None
+        self._item_slot = None
         if call_id is not None and type(call_id) is not str:
             call_id = str(call_id)
             quirks |= _Q_INTEGER_ID

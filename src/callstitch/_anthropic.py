@@ -35,7 +35,8 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         if dtype == "input_json_delta":
             text = delta.get("partial_json")
             if index in notes.get("tools", ()) and type(text) is str:
-                notes["streamed"].add(index)
+                if text:  # an empty delta brings nothing: the block's start input still counts
+                    notes["streamed"].add(index)
                 acc._fragment(0, index, None, None, text)
         elif dtype == "text_delta":
             _text(acc, state, 0, delta.get("text"), offset)
@@ -87,7 +88,9 @@ def _text(acc: Any, state: Any, which: int, text: Any, offset: int | None, empty
 def _usage(state: Any, usage: Any) -> None:
     # message_start carries the input side, message_delta the output side: keep both.
     if type(usage) is dict:
-        state.usage = {**state.usage, **usage} if type(state.usage) is dict else dict(usage)
+        merged = dict(state.usage) if type(state.usage) is dict else {}
+        merged.update((k, v) for k, v in usage.items() if v is not None or k not in merged)
+        state.usage = merged
 
 
 def _settle(acc: Any, state: Any, index: Any) -> None:

@@ -14,7 +14,7 @@ _EVENTS = frozenset(("messageStart", "contentBlockStart", "contentBlockDelta", "
 
 
 def _unwrap(event: str | None, obj: Any) -> tuple[str | None, Any]:
-    if event in _EVENTS:
+    if event in _EVENTS or (event is not None and event.endswith("Exception")):
         return event, obj
     if type(obj) is dict and len(obj) == 1:
         (name, inner), = obj.items()
@@ -26,7 +26,7 @@ def _unwrap(event: str | None, obj: Any) -> tuple[str | None, Any]:
 def claims(event: str | None, obj: Any) -> bool:
     """Tell whether an event is a ConverseStream event."""
     name, _ = _unwrap(event, obj)
-    return name in _EVENTS
+    return name in _EVENTS or (event is not None and event.endswith("Exception"))
 
 
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:

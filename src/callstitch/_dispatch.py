@@ -116,12 +116,15 @@ def handle_object(acc: Any, state: Any, obj: Any) -> None:
         handle_event(acc, state, None, data, None)
         return
     if type(obj) is not dict:
+        original = obj
         dump = getattr(obj, "model_dump", None)
         if dump is not None:
-            try:  # pydantic v2 models: JSON-ready values, the wire names of fields
-                obj = dump(mode="json", by_alias=True)
+            try:  # pydantic v2 models: JSON-ready values, wire names, only the fields the server sent
+                obj = dump(mode="json", by_alias=True, exclude_unset=True)
             except TypeError:
                 obj = dump()
+            if type(obj) is dict and "type" not in obj and isinstance(getattr(original, "type", None), str):
+                obj["type"] = original.type  # a discriminator left at its default still names the event
         else:
             dump = getattr(obj, "to_dict", None)
             if dump is None:

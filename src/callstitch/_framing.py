@@ -27,10 +27,9 @@ def _prelude_ok(head: bytes) -> bool:
 def choose(head: bytes, final: bool = False) -> str | None:
     """Return the framing of a body from its first bytes, or None while more are needed."""
     if head[:1] == b"\x00":
-        # An event-stream message starts with its length: a zero byte for any message under 16 MiB.
-        if len(head) < _PRELUDE:
-            return None if not final else SSE
-        return EVENTSTREAM if _prelude_ok(head) else SSE
+        # An event-stream message starts with its length: a zero byte for any message under 16 MiB,
+        # and no text framing starts with one. A damaged first prelude is the framer's to report.
+        return EVENTSTREAM
     text = head[3:] if head.startswith(_BOM) else head
     text = text.lstrip(_WHITESPACE)
     if not text:

@@ -26,7 +26,8 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     if kind == "response.function_call_arguments.delta":
         item, delta = obj.get("item_id"), obj.get("delta")
         if item in notes.get("calls", ()) and type(delta) is str:
-            notes["streamed"].add(item)
+            if delta:  # an empty delta brings nothing: the done event's arguments still count
+                notes["streamed"].add(item)
             acc._fragment(0, state.key(item), None, None, delta)
     elif kind in _TEXT:
         delta = obj.get("delta")
