@@ -1,11 +1,14 @@
 """Compare callstitch with the ways people reassemble streamed tool calls today.
 
-usage: python benchmarks/compare.py [--responses N] [--quick] [--png PATH]
+usage: python benchmarks/compare.py [--responses N] [--quick] [--png PATH] [--formats-png PATH]
+       python benchmarks/compare.py --formats [FMT,FMT...] [--quick] [--formats-png PATH]
        python benchmarks/compare.py --memory [--impl c|py] [--gigabytes G]
 
-Prints the machine and versions, one table (MB/s, events/s, ratios), the linear-cost line,
-and draws the table to benchmarks/results.png. --memory instead feeds ~1 GB of streams in
-64 KiB reads and reports peak RSS against the largest call.
+Prints the machine and versions, the openai-chat table (MB/s, events/s, ratios), the
+linear-cost line, then the table of the other wire formats (each twin against the hand-written
+orjson loop for that format, with the target ratio), and draws them to benchmarks/results.png
+and benchmarks/results_formats.png. --formats runs only the wire-format table. --memory instead
+feeds ~1 GB of streams in 64 KiB reads and reports peak RSS against the largest call.
 """
 
 from __future__ import annotations
@@ -193,6 +196,137 @@ def chart(rows: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+# ---------------------------------------------------------------- the other wire formats
+
+# Responses per format, for ~9-18 MB of body each: the whole-call formats (Gemini, Ollama) have
+# small bodies, so they get more responses.
+FORMAT_RESPONSES = {"openai-responses": 300, "anthropic": 500, "gemini": 1500, "bedrock": 400, "cohere": 500,
+                    "ollama": 3000}
+# The issue's target: callstitch against a straightforward Python + orjson loop over the same events.
+FORMAT_TARGETS = {"anthropic": 3.0, "openai-responses": 3.0}
+DEFAULT_TARGET = 1.5
+FORMAT_NAMES = ("callstitch-c", "callstitch-py", "loop_orjson")
+
+
+def measure_formats(formats: list[str], scale: float, repeats: int) -> list[dict]:
+    """Check and time both twins and the hand-written loop on each format's workload; one row per format."""
+    rows = []
+    for fmt in formats:
+        n = max(20, int(FORMAT_RESPONSES[fmt] * scale))
+        work = workload.format_responses(fmt, n)
+        bodies = [b for b, _ in work]
+        size = sum(map(len, bodies))
+        row = {"format": fmt, "responses": n, "bytes": size, "target": FORMAT_TARGETS.get(fmt, DEFAULT_TARGET),
+               "events": sum(workload.count_format_events(fmt, b) for b in bodies), "rate": {}, "status": {}}
+        timed = []
+        for name in FORMAT_NAMES:
+            why = contenders.unavailable_format(fmt, name)
+            if why:
+                row["status"][name] = f"missing: {why}"
+                continue
+            fn = contenders.get_format(fmt, name)
+            try:
+                wrong = contenders.check(fn, work)
+            except Exception as exc:  # one broken contender must not hide the others
+                row["status"][name] = f"ERROR: {type(exc).__name__}: {exc}"
+                continue
+            row["status"][name] = f"WRONG: {wrong}" if wrong else "ok"
+            timed.append((name, fn))
+        best = {name: float("inf") for name, _ in timed}
+        for _ in range(repeats):  # rounds take turns, so a burst of load elsewhere favours no one
+            for name, fn in timed:
+                best[name] = min(best[name], best_time(fn, bodies, 1))
+        row["rate"] = {name: size / t for name, t in best.items()}
+        rows.append(row)
+        print(f"  {fmt}: {n} responses, {size / MB:.1f} MB, timed", flush=True)
+    return rows
+
+
+def verdict(row: dict) -> tuple[float | None, float | None, str]:
+    """Return (c/loop, py/loop, PASS/MISS/—) of one format row; the target applies to callstitch-C."""
+    rate, status = row["rate"], row["status"]
+    loop = rate.get("loop_orjson") if status.get("loop_orjson") == "ok" else None
+    c = rate.get("callstitch-c") if status.get("callstitch-c") == "ok" else None
+    py = rate.get("callstitch-py") if status.get("callstitch-py") == "ok" else None
+    c_ratio = c / loop if c and loop else None
+    py_ratio = py / loop if py and loop else None
+    if c_ratio is None:
+        return c_ratio, py_ratio, "—"
+    return c_ratio, py_ratio, "PASS" if c_ratio >= row["target"] else "MISS"
+
+
+def print_formats_table(rows: list[dict]) -> None:
+    """Print one line per wire format: MB/s of each contender, the ratios to the loop, the target and verdict."""
+    def mbs(row, name):
+        r = row["rate"].get(name)
+        return f"{r / MB:.1f}" if r else "—"
+
+    print(f"{'format':<17} {'resp':>5} {'MB':>5} {'events':>7} {'C MB/s':>7} {'py MB/s':>8} {'loop MB/s':>10} "
+          f"{'C/loop':>7} {'py/loop':>8} {'target':>7}  verdict (C)")
+    for row in rows:
+        c_ratio, py_ratio, v = verdict(row)
+        print(f"{row['format']:<17} {row['responses']:>5} {row['bytes'] / MB:>5.1f} {row['events']:>7,} "
+              f"{mbs(row, 'callstitch-c'):>7} {mbs(row, 'callstitch-py'):>8} {mbs(row, 'loop_orjson'):>10} "
+              f"{f'{c_ratio:.2f}x' if c_ratio else '—':>7} {f'{py_ratio:.2f}x' if py_ratio else '—':>8} "
+              f"{row['target']:>6.1f}x  {v}")
+    for row in rows:
+        for name, st in row["status"].items():
+            if st != "ok":
+                print(f"  {row['format']} {name}: {st}")
+
+
+def chart_formats(rows: list[dict], path: Path, title: str) -> None:
+    """Draw MB/s per format, the twins beside the loop, each group marked with C/loop against its target."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    colours = {"callstitch-c": "#d62728", "callstitch-py": "#ff9896", "loop_orjson": "#1f77b4"}
+    fig, ax = plt.subplots(figsize=(10, 0.95 * len(rows) + 1.8))
+    rates = [r for row in rows for r in row["rate"].values() if r]
+    left = min(rates) / MB / 3 if rates else 0.1
+    height = 0.26
+    for y, row in enumerate(rows):
+        for k, name in enumerate(FORMAT_NAMES):
+            pos = y + (k - 1) * height  # C on top of each group
+            rate = row["rate"].get(name)
+            if not rate:
+                ax.text(left * 1.3, pos, row["status"].get(name, "missing")[:40], va="center", fontsize=7,
+                        color="#7f7f7f", style="italic")
+                continue
+            wrong = row["status"].get(name, "").startswith("WRONG")
+            ax.barh(pos, rate / MB - left, left=left, height=height, color=colours[name], hatch="//" if wrong else None)
+            ax.text(rate / MB * 1.04, pos, f"{rate / MB:,.1f}" + (" (WRONG)" if wrong else ""), va="center", fontsize=7)
+        c_ratio, _, v = verdict(row)
+        if c_ratio is not None:
+            ax.text(max(rates) / MB * 2.2, y, f"C/loop {c_ratio:.2f}x\ntarget {row['target']:.1f}x: {v}",
+                    va="center", fontsize=8, color="#2ca02c" if v == "PASS" else "#d62728")
+    ax.set_yticks(range(len(rows)), [row["format"] for row in rows])
+    ax.invert_yaxis()
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in colours.items()], loc="upper center",
+              bbox_to_anchor=(0.5, -0.09), ncol=3, fontsize=8, frameon=False)
+    ax.set_xscale("log")
+    ax.set_xlim(left, max(rates or [1e6]) / MB * 8)
+    ax.set_xlabel("MB/s of raw body (log scale; higher is better)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run_formats(formats: list[str], quick: bool, png: Path) -> None:
+    """Time every wire format, print its table and draw its chart."""
+    scale, repeats = (0.2, 1) if quick else (1.0, 5)
+    print(f"wire formats: each twin and the hand-written orjson loop on the same bodies (checked first), "
+          f"best of {repeats}; target = C/loop\n", flush=True)
+    rows = measure_formats(formats, scale, repeats)
+    print()
+    print_formats_table(rows)
+    chart_formats(rows, png, machine() + "\nwire formats: callstitch twins vs a hand-written Python + orjson loop")
+    print(f"\nchart: {png}")
+
+
 # ---------------------------------------------------------------- memory
 
 
@@ -296,6 +430,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--responses", type=int, default=1000, help="responses in the workload (default 1000, ~75 MB)")
     p.add_argument("--quick", action="store_true", help="a smaller workload, one timing run each")
     p.add_argument("--png", type=Path, default=HERE / "results.png", help="where to draw the chart")
+    p.add_argument("--formats", nargs="?", const=",".join(workload.FORMATS), metavar="FMT,FMT",
+                   help="only the wire-format table (all formats but openai-chat, or those listed)")
+    p.add_argument("--formats-png", type=Path, default=HERE / "results_formats.png",
+                   help="where to draw the wire-format chart")
     p.add_argument("--memory", action="store_true", help="measure peak RSS instead of speed")
     p.add_argument("--impl", choices=["c", "py"], action="append", help="twin(s) for --memory (default both)")
     p.add_argument("--gigabytes", type=float, default=1.0, help="size of the --memory gateway stream")
@@ -307,6 +445,15 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.memory:
         memory(args.impl or ["c", "py"], args.gigabytes)
+        return
+    if args.formats:
+        formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+        unknown = [f for f in formats if f not in workload.FORMATS]
+        if unknown:
+            p.error(f"unknown format(s) {', '.join(unknown)}; known: {', '.join(workload.FORMATS)}")
+        print(machine())
+        print(versions(), flush=True)
+        run_formats(formats, args.quick, args.formats_png)
         return
 
     n = min(args.responses, 200) if args.quick else args.responses
@@ -326,7 +473,8 @@ def main(argv: list[str] | None = None) -> None:
     for line in linear_cost(repeats):
         print(line)
     chart(rows, args.png, "\n".join(header[:1] + [f"{n} OpenAI chat streams, {size / MB:.0f} MB"]))
-    print(f"\nchart: {args.png}")
+    print(f"\nchart: {args.png}\n")
+    run_formats(list(workload.FORMATS), args.quick, args.formats_png)
 
 
 if __name__ == "__main__":

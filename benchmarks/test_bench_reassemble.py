@@ -54,3 +54,37 @@ def test_reassemble(benchmark, name):
 def test_peers(benchmark, name):
     fn = runner(name, PEER_WORK)
     benchmark.pedantic(run_all, args=(fn, [b for b, _ in PEER_WORK]), rounds=3, iterations=1)
+
+
+# ---------------------------------------------------------------- the other wire formats
+
+# A smaller cut of compare.py's workloads (a fifth), generated once per format when first used.
+FORMAT_RESPONSES = {"openai-responses": 60, "anthropic": 100, "gemini": 300, "bedrock": 80, "cohere": 100,
+                    "ollama": 600}
+_format_work: dict = {}
+
+
+def format_work(fmt):
+    if fmt not in _format_work:
+        _format_work[fmt] = workload.format_responses(fmt, FORMAT_RESPONSES[fmt])
+    return _format_work[fmt]
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param("callstitch-c", id="c"),
+    pytest.param("callstitch-py", id="py"),
+    pytest.param("loop_orjson", id="loop_orjson"),
+])
+@pytest.mark.parametrize("fmt", workload.FORMATS)
+def test_formats(benchmark, fmt, name):
+    work = format_work(fmt)
+    why = contenders.unavailable_format(fmt, name)
+    if why:
+        pytest.skip(why)
+    fn = contenders.get_format(fmt, name)
+    wrong = contenders.check(fn, work)
+    assert wrong is None, f"{name} reassembled {fmt} wrong: {wrong}"
+    bodies = [body for body, _ in work]
+    benchmark.group = f"{fmt}: {len(bodies)} responses"
+    benchmark.extra_info["MB"] = round(sum(map(len, bodies)) / 1e6, 1)
+    benchmark(run_all, fn, bodies)

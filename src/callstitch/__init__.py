@@ -3,10 +3,11 @@
 from ._accumulator import IMPLEMENTATION, Accumulator
 from ._api import make_reassemble
 from ._results import ArgumentsError, Choice, Result, StreamError, ToolCall
+from ._tee import atee, tee
 
 __version__ = "0.1.0"
 
 reassemble = make_reassemble(Accumulator)
 
 __all__ = ["Accumulator", "ArgumentsError", "Choice", "IMPLEMENTATION", "Result", "StreamError", "ToolCall",
-           "__version__", "reassemble"]
+           "__version__", "atee", "reassemble", "tee"]

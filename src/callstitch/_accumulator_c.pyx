@@ -19,7 +19,7 @@ import orjson
 from . import _dispatch, _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
-                        build_result, parses, raise_first_error)
+                        build_result, make_call, parses, raise_first_error)
 from ._state import StreamState
 from ._text import encode_fragment, escape_surrogate
 
@@ -181,6 +181,8 @@ cdef class _Slot:
     cdef object cumulative
     cdef int pending
     cdef int quirks
+    cdef object call  # built when the protocol closed the call
+    cdef Py_ssize_t call_nfrags
 
     def __cinit__(self, object choice, Py_ssize_t seq, Py_ssize_t position):
         self.choice = choice
@@ -190,6 +192,7 @@ cdef class _Slot:
         self.name = None
         self.buf = bytearray()
         self.cumulative = None
+        self.call = None
 
 
 cdef class _ChoiceState:
@@ -255,6 +258,7 @@ cdef class Accumulator:
     cdef bint _fast
     cdef int _fmt
     cdef object _result
+    cdef list _done  # calls completed since feed last returned
     cdef bint _auto
     cdef cs_val _vals[12]
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
@@ -290,6 +294,7 @@ cdef class Accumulator:
         self._auto = format == "auto"
         self._sse = self._state.framing == _SSE
         self._slots = []
+        self._done = []
         self._choices = {}
         self._texts = {}
         self._tail = bytearray()
@@ -301,7 +306,18 @@ cdef class Accumulator:
     # ---------------------------------------------------------------- framing
 
     def feed(self, data):
-        """Feed raw response bytes, split anywhere (mid-line, mid-CRLF, mid-character)."""
+        """Feed raw response bytes, split anywhere (mid-line, mid-CRLF, mid-character).
+
+        Return the calls this data completed (closed by the protocol), each handed over once.
+        """
+        self._feed_data(data)
+        if not self._done:
+            return []
+        done = self._done
+        self._done = []
+        return done
+
+    cdef int _feed_data(self, object data) except -1:
         cdef const unsigned char[::1] view
         if isinstance(data, str):
             data = (<str>data).encode("utf-8")
@@ -309,17 +325,17 @@ cdef class Accumulator:
             if not isinstance(data, bytes):
                 data = bytes(data)
             if not data:
-                return
+                return 0
             data = _route_framing(self, self._state, data)
             if data is None:
-                return
+                return 0
             self._sse = True
         if isinstance(data, bytes):
-            self._feed(<const unsigned char *><char *>data, len(<bytes>data))
-            return
+            return self._feed(<const unsigned char *><char *>data, len(<bytes>data))
         view = memoryview(data).cast("B")
         if view.shape[0]:
             self._feed(&view[0], view.shape[0])
+        return 0
 
     cdef int _feed(self, const unsigned char *p, Py_ssize_t n) except -1:
         cdef const unsigned char *end
@@ -514,7 +530,7 @@ cdef class Accumulator:
                 _close(self, self._state)
                 return 0
             self._sse = True
-            self.feed(data)
+            self._feed_data(data)
         self._skip_lf = False
         m = PyByteArray_GET_SIZE(self._tail)
         if m:
@@ -566,6 +582,7 @@ cdef class Accumulator:
                     self._append_span(slot, &f.args)
             if ch.finish_reason.kind == CS_STR:
                 self._state.finish(number, _span_str(&ch.finish_reason))
+                self._complete(number, None)
         return 0
 
     cdef _Slot _known_slot(self, int64_t index):
@@ -751,8 +768,16 @@ cdef class Accumulator:
     # ---------------------------------------------------------------- chunks and fragments
 
     def feed_chunk(self, obj):
-        """Feed one parsed chunk: a dict, JSON text, or an SDK object with model_dump()."""
+        """Feed one parsed chunk: a dict, JSON text, or an SDK object with model_dump().
+
+        Return the calls this chunk completed, as feed() does.
+        """
         _handle_object(self, self._state, obj)
+        if not self._done:
+            return []
+        done = self._done
+        self._done = []
+        return done
 
     def add(self, index, *, id=None, name=None, arguments=None, choice=0):
         """Add one fragment of a call: the primitive the other ways in are built on."""
@@ -921,13 +946,7 @@ cdef class Accumulator:
         cdef _Slot s
         cdef _Text t
         self._end_of_stream()
-        slots = []
-        for s in self._slots:
-            if s.pending:
-                self._append(s, escape_surrogate(s.pending).encode())
-                s.pending = 0
-            slots.append((s.choice, s.seq, s.position, s.id, s.name, s.buf, s.cumulative, s.last_start,
-                          s.quirks))
+        calls = [(s.choice, s.seq, self._settle(s, True)) for s in self._slots]
         texts = {}
         for choice, parts in self._texts.items():
             out = []
@@ -940,7 +959,40 @@ cdef class Accumulator:
                     t.pending = 0
                 out.append(t.buf)
             texts[choice] = tuple(out)
-        return build_result(slots, texts, self._state)
+        return build_result(calls, texts, self._state)
+
+    cdef object _settle(self, _Slot slot, bint final):
+        """Return the slot's finished call, built once (again only if fragments came after it was built)."""
+        if slot.pending:  # a high surrogate never joined: keep its escape text
+            self._append(slot, escape_surrogate(slot.pending).encode())
+            slot.pending = 0
+        if slot.call is None or slot.call_nfrags != slot.nfrags:
+            # At the end the buffer is handed over; before it, it may still grow: copy it.
+            data = slot.buf if final else bytes(slot.buf)
+            cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
+            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
+                                  slot.last_start, slot.quirks)
+            slot.call_nfrags = slot.nfrags
+        return slot.call
+
+    def _complete(self, choice, index):
+        """Hand over the calls the protocol just closed: one (choice, index), a whole choice, or all."""
+        cdef _Slot slot
+        cdef _ChoiceState cs
+        if choice is None:
+            slots = self._slots
+        else:
+            cs = self._choices.get(choice)
+            if cs is None:
+                return
+            if index is not None:
+                found = cs.by_index.get(index)
+                slots = [found] if found is not None else []
+            else:
+                slots = [s for s in self._slots if (<_Slot>s).choice == choice]
+        for slot in slots:
+            if slot.call is None:
+                self._done.append(self._settle(slot, False))
 
 
 cdef bint _complete(_Slot slot):

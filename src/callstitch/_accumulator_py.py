@@ -16,8 +16,8 @@ from orjson import loads as _loads
 from . import _dispatch, _framing, _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
-                        build_result, parses, raise_first_error)
-from ._results import Result
+                        build_result, make_call, parses, raise_first_error)
+from ._results import Result, ToolCall
 from ._state import StreamState
 from ._text import encode_fragment, escape_surrogate
 
@@ -30,7 +30,7 @@ class _Slot:
     """One call being received: id, name and its argument bytes."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks")
+                 "pending", "quirks", "call", "call_nfrags")
 
     def __init__(self, choice: int, seq: int, position: int) -> None:
         self.choice = choice
@@ -46,6 +46,8 @@ class _Slot:
         self.cumulative: list[int] | None = None
         self.pending = 0  # a high surrogate waiting for its low half
         self.quirks = 0
+        self.call: ToolCall | None = None  # built when the protocol closed the call
+        self.call_nfrags = 0
 
 
 class _ChoiceState:
@@ -73,6 +75,7 @@ class Accumulator:
         self._texts: dict[int, list] = {}
         self._sse = self._state.framing == _framing.SSE
         self._result: Result | None = None
+        self._done: list[ToolCall] = []  # calls completed since feed last returned
         # SSE framing state
         self._tail = b""          # an incomplete line carried to the next feed
         self._more: list[bytes] = []  # later reads that continue the tail line, not yet joined
@@ -85,8 +88,21 @@ class Accumulator:
 
     # ---------------------------------------------------------------- framing
 
-    def feed(self, data: bytes | bytearray | memoryview | str) -> None:
-        """Feed raw response bytes, split anywhere (mid-line, mid-CRLF, mid-character)."""
+    def feed(self, data: bytes | bytearray | memoryview | str) -> list[ToolCall]:
+        """Feed raw response bytes, split anywhere (mid-line, mid-CRLF, mid-character).
+
+        Return the calls this data completed (closed by the protocol), each handed over once.
+        """
+        self._feed(data)
+        return self._handed_over()
+
+    def _handed_over(self) -> list[ToolCall]:
+        if not self._done:
+            return []
+        done, self._done = self._done, []
+        return done
+
+    def _feed(self, data: bytes | bytearray | memoryview | str) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8")
         elif not isinstance(data, bytes):
@@ -269,7 +285,7 @@ class Accumulator:
                 _dispatch.close(self, self._state)
                 return
             self._sse = True
-            self.feed(data)
+            self._feed(data)
         if self._skip_lf:
             self._skip_lf = False
         if self._more:
@@ -285,9 +301,13 @@ class Accumulator:
 
     # ---------------------------------------------------------------- chunks and fragments
 
-    def feed_chunk(self, obj: Any) -> None:
-        """Feed one parsed chunk: a dict, JSON text, or an SDK object with model_dump()."""
+    def feed_chunk(self, obj: Any) -> list[ToolCall]:
+        """Feed one parsed chunk: a dict, JSON text, or an SDK object with model_dump().
+
+        Return the calls this chunk completed, as feed() does.
+        """
         _dispatch.handle_object(self, self._state, obj)
+        return self._handed_over()
 
     def add(self, index: int | None, *, id: str | int | None = None, name: str | None = None,
             arguments: Any = None, choice: int = 0) -> None:
@@ -463,13 +483,7 @@ class Accumulator:
 
     def _build(self) -> Result:
         self._end_of_stream()
-        slots = []
-        for s in self._slots:
-            if s.pending:
-                self._append(s, escape_surrogate(s.pending).encode())
-                s.pending = 0
-            slots.append((s.choice, s.seq, s.position, s.id, s.name, s.buf, s.cumulative, s.last_start,
-                          s.quirks))
+        calls = [(s.choice, s.seq, self._settle(s, True)) for s in self._slots]
         texts = {}
         for choice, t in self._texts.items():
             for which in range(3):
@@ -477,7 +491,36 @@ class Accumulator:
                     t[which] += escape_surrogate(t[3 + which]).encode()
                     t[3 + which] = 0
             texts[choice] = (t[0], t[1], t[2])
-        return build_result(slots, texts, self._state)
+        return build_result(calls, texts, self._state)
+
+    def _settle(self, slot: _Slot, final: bool) -> ToolCall:
+        """Return the slot's finished call, built once (again only if fragments came after it was built)."""
+        if slot.pending:  # a high surrogate never joined: keep its escape text
+            self._append(slot, escape_surrogate(slot.pending).encode())
+            slot.pending = 0
+        if slot.call is None or slot.call_nfrags != slot.nfrags:
+            # At the end the buffer is handed over; before it, it may still grow: copy it.
+            data = slot.buf if final else bytes(slot.buf)
+            cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
+            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
+                                  slot.last_start, slot.quirks)
+            slot.call_nfrags = slot.nfrags
+        return slot.call
+
+    def _complete(self, choice: int | None, index: int | None) -> None:
+        """Hand over the calls the protocol just closed: one (choice, index), a whole choice, or all."""
+        if choice is None:
+            slots = self._slots
+        else:
+            cs = self._choices.get(choice)
+            if cs is None:
+                return
+            slot = cs.by_index.get(index) if index is not None else None
+            slots = [slot] if slot is not None else [] if index is not None else [
+                s for s in self._slots if s.choice == choice]
+        for slot in slots:
+            if slot.call is None:
+                self._done.append(self._settle(slot, False))
 
 
 def _complete(slot: _Slot) -> bool:

@@ -59,7 +59,10 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         elif btype == "thinking":
             _text(acc, state, 1, block.get("thinking"), offset, empty_ok=False)
     elif kind == "content_block_stop":
-        _settle(acc, state, obj.get("index"))
+        index = obj.get("index")
+        _settle(acc, state, index)
+        if index in notes.get("tools", ()):
+            acc._complete(0, index)
     elif kind == "message_delta":
         delta = obj.get("delta")
         if type(delta) is dict and type(delta.get("stop_reason")) is str:
@@ -71,6 +74,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             _usage(state, message.get("usage"))
     elif kind == "message_stop":
         state.complete = True
+        acc._complete(None, None)
     elif kind == "error":
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
     elif kind != "ping":

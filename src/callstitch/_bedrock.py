@@ -69,8 +69,13 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             state.finish(0, reason)
         else:
             state.complete = True
+        acc._complete(None, None)
+    elif name == "contentBlockStop":
+        index = body.get("contentBlockIndex")
+        if index in notes.get("tools", ()):
+            acc._complete(0, index)
     elif name == "metadata":
         if body.get("usage") is not None:
             state.usage = body["usage"]
-    elif name not in ("messageStart", "contentBlockStop"):
+    elif name != "messageStart":
         state.error("unexpected shape", f"unknown event {name!r}", offset, obj)

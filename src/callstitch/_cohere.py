@@ -50,6 +50,10 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         plan = message.get("tool_plan") if type(message) is dict else None
         if type(plan) is str:
             acc._text(0, 1, plan)
+    elif kind == "tool-call-end":
+        index = obj.get("index")
+        if type(index) is int:
+            acc._complete(0, index)
     elif kind == "message-end":
         delta = obj.get("delta")
         if type(delta) is dict:
@@ -60,5 +64,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             reason = delta.get("finish_reason")
             if type(reason) is str:
                 state.finish(0, reason)
+                acc._complete(None, None)
                 return
         state.complete = True
+        acc._complete(None, None)

@@ -117,25 +117,27 @@ def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: 
     return data, value, error, 0
 
 
-def build_result(slots: Iterable[tuple], texts: dict, state: Any) -> Result:
-    """Build the Result from the accumulator's slots and texts.
+def make_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
+              cumulative: list[int] | None, last_start: int, bits: int) -> ToolCall:
+    """Build one finished ToolCall from a slot's state: its arguments parsed once."""
+    data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name)
+    return ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more))
 
-    slots: (choice, seq, index, id, name, argument bytes, cumulative, last_start, quirk bits) per call;
-    the argument bytearrays are handed over, not copied: the accumulator is done with them.
+
+def build_result(calls: Iterable[tuple], texts: dict, state: Any) -> Result:
+    """Build the Result from the accumulator's finished calls and texts.
+
+    calls: (choice, seq, ToolCall) per call, seq being the order of first appearance;
     texts: choice -> [content, reasoning, refusal] as bytes or None.
     """
-    calls: list[ToolCall] = []
-    for choice, _seq, index, call_id, name, data, cumulative, last_start, bits in sorted(
-            slots, key=lambda s: (s[0], s[1])):
-        data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name)
-        calls.append(ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more)))
-    choice_ids = set(texts) | set(state.finish_reasons) | {c.choice for c in calls}
+    ordered = [call for _choice, _seq, call in sorted(calls, key=lambda c: (c[0], c[1]))]
+    choice_ids = set(texts) | set(state.finish_reasons) | {c.choice for c in ordered}
     choices = []
     for k in sorted(choice_ids):
         content, reasoning, refusal = texts.get(k, (None, None, None))
         choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal),
-                              state.finish_reasons.get(k), [c for c in calls if c.choice == k]))
-    return Result(calls, list(state.errors), state.complete, state.format, choices, state.usage)
+                              state.finish_reasons.get(k), [c for c in ordered if c.choice == k]))
+    return Result(ordered, list(state.errors), state.complete, state.format, choices, state.usage)
 
 
 def _decode(data: bytes | None) -> str | None:

@@ -55,6 +55,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         if type(reason) is str:
             _close_open(acc, state, choice)
             state.finish(choice, reason)
+            acc._complete(choice, None)
     if obj.get("usageMetadata") is not None:
         state.usage = obj["usageMetadata"]
 
@@ -88,6 +89,7 @@ def _emit(acc: Any, state: Any, choice: int, call_id: Any, name: str, data: byte
     # Every Gemini call is its own: give it a key of its own within the choice.
     key = state.key(("call", choice, len(state.keys)))
     acc._fragment(choice, key, call_id if type(call_id) is str else None, name, data)
+    acc._complete(choice, key)  # it arrived whole, or its stream just closed
 
 
 def _close_open(acc: Any, state: Any, choice: int) -> None:

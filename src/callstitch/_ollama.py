@@ -41,9 +41,11 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             key = state.key(("call", len(state.keys)))
             acc._fragment(0, key, call_id if type(call_id) in (str, int) else None,
                           name if type(name) is str else None, arguments)
+            acc._complete(0, key)
     if obj.get("done") is True:
         usage = {k: obj[k] for k in ("prompt_eval_count", "eval_count") if k in obj}
         if usage:
             state.usage = usage
         reason = obj.get("done_reason")
         state.finish(0, reason if type(reason) is str else "stop")
+        acc._complete(None, None)

@@ -65,6 +65,7 @@ def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> Non
     if reason is not None:
         if type(reason) is str:
             state.finish(number, reason)
+            acc._complete(number, None)  # a finish reason closes the choice's calls
         else:
             state.error("unexpected shape", "'finish_reason' is not a string", offset, choice)
 

@@ -41,6 +41,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         item = obj.get("item_id")
         if item in notes.get("calls", ()):
             _arguments(acc, state, item, obj.get("arguments"))
+            acc._complete(0, state.key(item))
     elif kind in _ENDS:
         response = obj.get("response")
         if type(response) is dict:
@@ -53,6 +54,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             state.finish(0, reason if type(reason) is str else response.get("status") or kind.split(".")[1])
         else:
             state.complete = True
+        acc._complete(None, None)
     elif kind == "error":
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
 
@@ -70,6 +72,8 @@ def _item(acc: Any, state: Any, item: dict, done: bool) -> None:
     arguments = item.get("arguments")
     if arguments:
         _arguments(acc, state, key, arguments)
+    if done:
+        acc._complete(0, state.key(key))
 
 
 def _arguments(acc: Any, state: Any, key: Any, arguments: Any) -> None:

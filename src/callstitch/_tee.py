@@ -1,0 +1,94 @@
+"""Pass a stream through untouched while reassembling its tool calls on the side (gateways)."""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+
+from ._accumulator import Accumulator
+from ._results import Result, ToolCall
+
+OnCall = Callable[[ToolCall], Any]
+
+
+class _Tap:
+    """What tee and atee share: the accumulator, the callback, the result."""
+
+    def __init__(self, format: str, on_call: OnCall | None, accumulator: Any) -> None:
+        self._acc = accumulator if accumulator is not None else Accumulator(format=format)
+        self._on_call = on_call
+        self._result: Result | None = None
+        self._handed: set[int] = set()  # ids of the calls on_call has had (the accumulator keeps them alive)
+
+    def _take(self, chunk: Any) -> None:
+        calls = self._acc.feed(chunk)
+        if calls and self._on_call is not None:
+            for call in calls:
+                self._handed.add(id(call))
+                self._on_call(call)
+
+    def _finish(self) -> None:
+        if self._result is not None:
+            return
+        self._result = self._acc.finalize()
+        if self._on_call is not None:
+            # Calls the protocol never closed (the stream ended, or the client left) are handed
+            # over now, so every call reaches on_call once.
+            for call in self._result.tool_calls:
+                if id(call) not in self._handed:
+                    self._on_call(call)
+        self._handed.clear()
+
+    @property
+    def result(self) -> Result:
+        """Return the Result of what has passed so far (the stream is finished on first access)."""
+        self._finish()
+        assert self._result is not None
+        return self._result
+
+
+class Tee(_Tap):
+    """An iterable that yields a stream's chunks unchanged while feeding an accumulator."""
+
+    def __init__(self, chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = None,
+                 accumulator: Any = None) -> None:
+        super().__init__(format, on_call, accumulator)
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._chunks:
+                self._take(chunk)
+                yield chunk
+        finally:  # also when the consumer stops early (a client that disconnects)
+            self._finish()
+
+
+class ATee(_Tap):
+    """An async iterable that yields a stream's chunks unchanged while feeding an accumulator."""
+
+    def __init__(self, chunks: AsyncIterable[bytes], format: str = "auto", on_call: OnCall | None = None,
+                 accumulator: Any = None) -> None:
+        super().__init__(format, on_call, accumulator)
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._chunks:
+                self._take(chunk)
+                yield chunk
+        finally:
+            self._finish()
+
+
+def tee(chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = None) -> Tee:
+    """Yield every chunk unchanged, in order, while reassembling the calls; ``.result`` holds the Result.
+
+    ``on_call(call)`` runs for each call as soon as the protocol says it is complete (a block
+    stop, a done event, a finish reason, the terminator), with parsed arguments, once per call.
+    """
+    return Tee(chunks, format, on_call)
+
+
+def atee(chunks: AsyncIterable[bytes], format: str = "auto", on_call: OnCall | None = None) -> ATee:
+    """Do what tee() does, for an async iterable of chunks."""
+    return ATee(chunks, format, on_call)
