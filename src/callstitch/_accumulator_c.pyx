@@ -17,6 +17,7 @@ from libc.string cimport memchr, memcmp, memcpy, memmove
 import orjson
 
 from . import _dispatch, _framing
+from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
                         build_result, make_call, parses, raise_first_error)
@@ -66,7 +67,7 @@ cdef extern from "_chunkscan.h" nogil:
         CS_T_INT
         CS_T_OTHER
     ctypedef struct cs_want:
-        const char *path[6]
+        const char *path[9]
         int allowed
     ctypedef struct cs_val:
         int kind
@@ -100,7 +101,8 @@ cdef void _want(cs_want *w, const char *a, const char *b=NULL, const char *c=NUL
     w.path[2] = c
     w.path[3] = d
     w.path[4] = e
-    w.path[5] = NULL
+    for k in range(5, 9):
+        w.path[k] = NULL
     w.allowed = _ANY
 
 
@@ -183,6 +185,7 @@ cdef class _Slot:
     cdef int quirks
     cdef object call  # built when the protocol closed the call
     cdef Py_ssize_t call_nfrags
+    cdef bint over  # its arguments reached Limits.call_bytes: the rest is dropped
 
     def __cinit__(self, object choice, Py_ssize_t seq, Py_ssize_t position):
         self.choice = choice
@@ -259,6 +262,13 @@ cdef class Accumulator:
     cdef int _fmt
     cdef object _result
     cdef list _done  # calls completed since feed last returned
+    # limits (None in Limits becomes a number no stream reaches)
+    cdef Py_ssize_t _max_call, _max_stream, _max_calls, _max_choices, _max_event
+    cdef Py_ssize_t _kept  # argument and text bytes held, against Limits.stream_bytes
+    cdef bint _full
+    cdef set _capped
+    cdef bint _skipping  # dropping the rest of an over-long line
+    cdef bint _dropping  # dropping the rest of an event that went over the limit
     cdef bint _auto
     cdef cs_val _vals[12]
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
@@ -287,8 +297,12 @@ cdef class Accumulator:
     def __cinit__(self):
         self._data = NULL
 
-    def __init__(self, format="openai-chat"):
+    def __init__(self, format="openai-chat", limits=None):
         self._state = StreamState(_dispatch.check_format(format))
+        (self._max_call, self._max_stream, self._max_calls, self._max_choices,
+         self._max_event) = as_numbers(limits)
+        self._state.event_limit = self._max_event
+        self._capped = set()
         self._fast = format == "openai-chat"
         self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
         self._auto = format == "auto"
@@ -369,15 +383,31 @@ cdef class Accumulator:
                     return 0
         end = p + n
         has_cr = memchr(p, b'\r', n) != NULL
+        if self._skipping:
+            # The rest of a line over Limits.event_bytes: drop it up to its line end.
+            nl = self._line_end(p, end, has_cr)
+            if nl == NULL:
+                self._offset += n
+                return 0
+            self._skipping = False
+            self._offset += nl - p
+            p = self._after_eol(nl, end)
+            if p == NULL:
+                return 0
         if PyByteArray_GET_SIZE(self._tail):
             # Finish the line carried over from the last read, then go on in place.
             nl = self._line_end(p, end, has_cr)
             if nl == NULL:
                 self._tail.extend((<const char *>p)[:n])
+                self._check_tail()
                 return 0
             self._tail.extend((<const char *>p)[:nl - p])
             m = PyByteArray_GET_SIZE(self._tail)
-            self._line(<const unsigned char *>PyByteArray_AS_STRING(self._tail), m, self._offset)
+            if m > self._max_event:
+                line_dropped(self._state, self._max_event, self._offset)
+                self._drop_event()
+            else:
+                self._line(<const unsigned char *>PyByteArray_AS_STRING(self._tail), m, self._offset)
             del self._tail[:]
             self._offset += m
             p = self._after_eol(nl, end)
@@ -387,10 +417,19 @@ cdef class Accumulator:
             nl = self._line_end(p, end, has_cr)
             if nl == NULL:
                 self._tail.extend((<const char *>p)[:end - p])
+                self._check_tail()
                 return 0
             m = nl - p
-            if (not has_cr and m >= 5 and not self._data_lines and nl + 1 < end and nl[1] == b'\n'
-                    and memcmp(p, b"data:", 5) == 0):
+            if m > self._max_event:
+                line_dropped(self._state, self._max_event, self._offset)
+                self._drop_event()
+                self._offset += m
+                p = self._after_eol(nl, end)
+                if p == NULL:
+                    return 0
+                continue
+            if (not has_cr and m >= 5 and not self._data_lines and not self._dropping and nl + 1 < end
+                    and nl[1] == b'\n' and memcmp(p, b"data:", 5) == 0):
                 # The common event, one data line and a blank line, read in place without a copy.
                 self._data_offset = self._offset
                 if m > 5 and p[5] == b' ':
@@ -405,6 +444,24 @@ cdef class Accumulator:
             p = self._after_eol(nl, end)
             if p == NULL:
                 return 0
+        return 0
+
+    cdef int _check_tail(self) except -1:
+        """Drop the line being received when it is over Limits.event_bytes, and skip to its end."""
+        cdef Py_ssize_t m = PyByteArray_GET_SIZE(self._tail)
+        if m > self._max_event:
+            line_dropped(self._state, self._max_event, self._offset)
+            self._offset += m
+            del self._tail[:]
+            self._skipping = True
+            self._drop_event()
+        return 0
+
+    cdef int _drop_event(self) except -1:
+        """Forget the event being received; ignore its lines up to the blank line that ends it."""
+        self._data_len = 0
+        self._data_lines = 0
+        self._dropping = True
         return 0
 
     cdef inline const unsigned char *_line_end(self, const unsigned char *p, const unsigned char *end,
@@ -437,10 +494,15 @@ cdef class Accumulator:
         cdef Py_ssize_t vn, flen
         cdef const unsigned char *colon
         if n == 0:
-            if self._data_lines:
+            if self._dropping:
+                self._dropping = False
+                self._event_name = None
+            elif self._data_lines:
                 self._dispatch_event()
             else:
                 self._event_name = None
+            return 0
+        if self._dropping:
             return 0
         if n >= 5 and memcmp(p, b"data:", 5) == 0:
             value = p + 5
@@ -474,6 +536,10 @@ cdef class Accumulator:
     cdef int _data_add(self, const unsigned char *value, Py_ssize_t vn, Py_ssize_t pos) except -1:
         cdef Py_ssize_t need = self._data_len + vn + 1
         cdef char *grown
+        if self._data_len + vn + (1 if self._data_lines else 0) > self._max_event:
+            event_dropped(self._state, self._max_event, self._data_offset if self._data_lines else pos)
+            self._drop_event()
+            return 0
         if need > self._data_cap:
             grown = <char *>PyMem_Realloc(self._data, need * 2)
             if grown == NULL:
@@ -573,6 +639,8 @@ cdef class Accumulator:
                 else:
                     slot = self._route(number, f.index if f.has_index else None, _span_str(&f.id),
                                        _span_str(&f.name))
+                    if slot is None:
+                        continue  # over a limit on calls or choices: recorded, fragment dropped
                     if f.has_index:
                         self._cache_slot = slot
                         self._cache_cs = self._choices[number]
@@ -731,7 +799,11 @@ cdef class Accumulator:
         """Append a scanned argument string to its slot, as _append does for bytes."""
         cdef bytearray buf = slot.buf
         cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+        cdef Py_ssize_t n
         cdef bytes head
+        if slot.over:
+            slot.pending = 0
+            return 0
         if slot.pending:
             # The scanner passes no lone surrogate, so a pending one has no partner: keep its text.
             head = escape_surrogate(slot.pending).encode()
@@ -744,21 +816,44 @@ cdef class Accumulator:
             PyByteArray_Resize(buf, size)
             self._append(slot, data)
             return 0
+        n = PyByteArray_GET_SIZE(buf) - size
+        if size + n > self._max_call:
+            PyByteArray_Resize(buf, size)
+            slot.over = True
+            call_cut(self._state, self._max_call, slot.id, slot.name)
+            return 0
+        if self._kept + n > self._max_stream:
+            PyByteArray_Resize(buf, size)
+            self._budget_spent()
+            return 0
+        self._kept += n
         slot.last_start = size
         slot.nfrags += 1
         return 0
 
     cdef int _text_span(self, object number, int which, const cs_span *s) except -1:
         cdef _Text t = self._text_buf(number, which)
+        cdef Py_ssize_t size
+        if t is None:
+            return 0
+        size = PyByteArray_GET_SIZE(t.buf)
         if t.pending:
             t.buf.extend(escape_surrogate(t.pending).encode())
             t.pending = 0
         _unescape_into(t.buf, s)
+        if self._kept + PyByteArray_GET_SIZE(t.buf) - size > self._max_stream:
+            PyByteArray_Resize(t.buf, size)
+            self._budget_spent()
+            return 0
+        self._kept += PyByteArray_GET_SIZE(t.buf) - size
         return 0
 
     cdef _Text _text_buf(self, object number, int which):
         cdef list texts = self._texts.get(number)
         if texts is None:
+            if len(self._texts) >= self._max_choices:
+                self._cap("choices")
+                return None
             texts = self._texts[number] = [None, None, None]
         t = texts[which]
         if t is None:
@@ -795,7 +890,7 @@ cdef class Accumulator:
         """Route one fragment to its slot (the quirk rules live here) and append its arguments."""
         cdef _Slot slot = self._route(choice, index, call_id, name)
         cdef bint joined
-        if arguments is None:
+        if slot is None or arguments is None:
             return
         if type(arguments) is str:
             if not arguments:
@@ -839,6 +934,9 @@ cdef class Accumulator:
             quirks |= _Q_EMPTY_NAME
         cs = self._choices.get(choice)
         if cs is None:
+            if len(self._choices) >= self._max_choices:
+                self._cap("choices")
+                return None
             cs = _ChoiceState()
             self._choices[choice] = cs
         if index is None:
@@ -847,14 +945,20 @@ cdef class Accumulator:
             if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
                     name is not None and slot.name is not None and name != slot.name and slot.nfrags):
                 slot = self._new_slot(cs, choice)
+                if slot is None:
+                    return None
         else:
             slot = cs.by_index.get(index)
             if slot is None:
                 slot = self._new_slot(cs, choice)
+                if slot is None:
+                    return None
                 cs.by_index[index] = slot
             elif call_id is not None and slot.id is not None and call_id != slot.id:
                 if name is not None or _complete(slot):
                     slot = self._new_slot(cs, choice)
+                    if slot is None:
+                        return None
                     cs.by_index[index] = slot
                     quirks |= _Q_NEW_CALL_SAME_INDEX
                 else:
@@ -862,6 +966,8 @@ cdef class Accumulator:
                     call_id = None
             elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
                 slot = self._new_slot(cs, choice)
+                if slot is None:
+                    return None
                 cs.by_index[index] = slot
                 quirks |= _Q_NEW_CALL_SAME_INDEX
         cs.latest = slot
@@ -881,45 +987,80 @@ cdef class Accumulator:
         return slot
 
     cdef _Slot _new_slot(self, _ChoiceState cs, object choice):
-        cdef _Slot slot = _Slot(choice, len(self._slots), cs.count)
+        cdef _Slot slot
+        if len(self._slots) >= self._max_calls:
+            self._cap("calls")
+            return None
+        slot = _Slot(choice, len(self._slots), cs.count)
         cs.count += 1
         self._slots.append(slot)
         return slot
 
     cdef int _append(self, _Slot slot, bytes data) except -1:
-        """Append one fragment's bytes, tracking whether the fragments are cumulative."""
+        """Append one fragment's bytes, tracking whether the fragments are cumulative, within the limits."""
         cdef Py_ssize_t n = len(data)
         cdef bytearray buf = slot.buf
-        cdef Py_ssize_t size
-        if not n:
+        cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+        cdef Py_ssize_t grow
+        cdef object cumulative = slot.cumulative
+        cdef bint continues
+        cdef bytes prefix = b""
+        if not n or slot.over:
             return 0
-        if slot.nfrags == 0:
-            slot.cumulative = [n]
-            buf += data
-        elif slot.cumulative is not None:
-            # Once two fragments have grown the text, one that repeats it all still fits cumulative
-            # sending (the complete text resent at the end); a second fragment equal to the first does not.
-            size = PyByteArray_GET_SIZE(buf)
-            if (n > size or (n == size and len(slot.cumulative) > 1)) and data.startswith(buf):
-                slot.cumulative.append(n)
-                buf[:] = data
-            else:
-                # Not cumulative after all: rebuild the text as sent, then append.
-                if len(slot.cumulative) > 1:
-                    buf[0:0] = b"".join([buf[:k] for k in slot.cumulative[:-1]])
-                slot.cumulative = None
-                slot.last_start = PyByteArray_GET_SIZE(buf)
-                buf += data
+        # Once two fragments have grown the text, one that repeats it all still fits cumulative
+        # sending (the complete text resent at the end); a second fragment equal to the first does not.
+        continues = slot.nfrags == 0 or (cumulative is not None and (
+            n > size or (n == size and len(cumulative) > 1)) and data.startswith(buf))
+        if continues:
+            grow = n - size
+        elif cumulative is not None and len(cumulative) > 1:
+            prefix = b"".join([buf[:k] for k in cumulative[:-1]])  # the text as sent, rebuilt
+            grow = len(prefix) + n
         else:
+            grow = n
+        if size + grow > self._max_call:
+            slot.over = True
+            call_cut(self._state, self._max_call, slot.id, slot.name)
+            return 0
+        if self._kept + grow > self._max_stream:
+            self._budget_spent()
+            return 0
+        self._kept += grow
+        if continues:
+            if slot.nfrags == 0:
+                slot.cumulative = [n]
+                buf += data
+            else:
+                cumulative.append(n)
+                buf[:] = data
+        else:
+            if prefix:
+                buf[0:0] = prefix
+            slot.cumulative = None
             slot.last_start = PyByteArray_GET_SIZE(buf)
             buf += data
         slot.nfrags += 1
+        return 0
+
+    cdef int _budget_spent(self) except -1:
+        if not self._full:
+            self._full = True
+            stream_full(self._state, self._max_stream)
+        return 0
+
+    cdef int _cap(self, str name) except -1:
+        """Record, once, that a stream has more calls or choices than its limits allow."""
+        if name not in self._capped:
+            self._capped.add(name)
+            too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices)
         return 0
 
     def _text(self, choice, int which, str text):
         """Append message text (content, reasoning or refusal) of a choice."""
         cdef _Text t = self._text_buf(choice, which)
         cdef bint joined
+        if t is None:
+            return
         if t.pending:
             data, t.pending, joined = encode_fragment(text, t.pending)
         else:
@@ -927,6 +1068,10 @@ cdef class Accumulator:
                 data = text.encode("utf-8")
             except UnicodeEncodeError:
                 data, t.pending, joined = encode_fragment(text, 0)
+        if self._kept + len(data) > self._max_stream:
+            self._budget_spent()
+            return
+        self._kept += len(data)
         t.buf += data
 
     # ---------------------------------------------------------------- the end

@@ -17,6 +17,7 @@ from . import _dispatch, _framing, _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
                         build_result, make_call, parses, raise_first_error)
+from ._limits import Limits, as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._results import Result, ToolCall
 from ._state import StreamState
 from ._text import encode_fragment, escape_surrogate
@@ -30,7 +31,7 @@ class _Slot:
     """One call being received: id, name and its argument bytes."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks", "call", "call_nfrags")
+                 "pending", "quirks", "call", "call_nfrags", "over")
 
     def __init__(self, choice: int, seq: int, position: int) -> None:
         self.choice = choice
@@ -48,6 +49,7 @@ class _Slot:
         self.quirks = 0
         self.call: ToolCall | None = None  # built when the protocol closed the call
         self.call_nfrags = 0
+        self.over = False  # its arguments reached Limits.call_bytes: the rest is dropped
 
 
 class _ChoiceState:
@@ -68,8 +70,14 @@ class Accumulator:
     fragments (``add``), then call ``finalize`` once for the Result.
     """
 
-    def __init__(self, format: str = "openai-chat") -> None:
+    def __init__(self, format: str = "openai-chat", limits: Limits | None = None) -> None:
         self._state = StreamState(_dispatch.check_format(format))
+        (self._max_call, self._max_stream, self._max_calls, self._max_choices,
+         self._max_event) = as_numbers(limits)
+        self._state.event_limit = self._max_event
+        self._kept = 0            # argument and text bytes held, against Limits.stream_bytes
+        self._full = False        # Limits.stream_bytes was reached
+        self._capped: set[str] = set()  # the limits on calls and choices already reported
         self._slots: list[_Slot] = []
         self._choices: dict[int, _ChoiceState] = {}
         self._texts: dict[int, list] = {}
@@ -83,7 +91,11 @@ class Accumulator:
         self._started = False     # the BOM check is done
         self._skip_lf = False     # the last feed ended in CR: a leading LF belongs to it
         self._data: list[bytes] = []
+        self._data_size = 0       # the event's data so far, lines joined, against Limits.event_bytes
         self._data_offset = 0
+        self._more_size = 0
+        self._skipping = False    # dropping the rest of an over-long line
+        self._dropping = False    # dropping the rest of an event that went over the limit
         self._event_name: str | None = None
 
     # ---------------------------------------------------------------- framing
@@ -130,15 +142,23 @@ class Accumulator:
             if data[:1] == b"\n":
                 self._offset += 1
                 data = data[1:]
+        if self._skipping:
+            data = self._skip_dropped_line(data)
+            if not data:
+                return
         if self._tail and b"\n" not in data and b"\r" not in data:
             self._more.append(data)  # a long line still growing: join it once, when it ends
+            self._more_size += len(data)
+            if len(self._tail) + self._more_size > self._max_event:
+                self._drop_tail()
             return
         if self._more:
             self._tail = b"".join([self._tail, *self._more])
             self._more = []
+            self._more_size = 0
         buf = self._tail + data if self._tail else data
-        if b"\r" in buf:
-            self._feed_lines_cr(buf)
+        if b"\r" in buf or len(buf) > self._max_event:
+            self._feed_lines(buf)
             return
         # Split at blank lines first: most events are one "data:" line, handled inline.
         pieces = buf.split(b"\n\n")
@@ -150,14 +170,16 @@ class Accumulator:
         state = self._state
         chunk = self._chunk
         # Inline only while no event is half read and the format is chat (auto may learn it on the way).
-        inline = state.format == "openai-chat" and not self._data and self._event_name is None
+        inline = (state.format == "openai-chat" and not self._data and self._event_name is None
+                  and not self._dropping)
         for piece in pieces:
             if inline and piece[:6] == b"data: " and (single_lines or piece.find(b"\n") < 0):
                 chunk(piece[6:], pos)
             else:
                 self._lines(piece, pos)
                 self._line(b"", pos + len(piece) + 1)
-                inline = state.format == "openai-chat" and not self._data and self._event_name is None
+                inline = (state.format == "openai-chat" and not self._data and self._event_name is None
+                          and not self._dropping)
             pos += len(piece) + 2
         # Complete lines after the last blank line are taken now, so no line is read twice.
         end = rest.rfind(b"\n")
@@ -173,24 +195,59 @@ class Accumulator:
             self._line(line, pos)
             pos += len(line) + 1
 
-    def _feed_lines_cr(self, buf: bytes) -> None:
+    def _feed_lines(self, buf: bytes) -> None:
+        """Frame line by line: any line end (CR, LF, CRLF), each line's length checked."""
         lines = buf.splitlines(True)
-        last = lines[-1]
-        if last[-1:] not in (b"\n", b"\r"):
-            self._tail = lines.pop()
-        else:
-            self._tail = b""
+        tail = lines.pop() if lines[-1][-1:] not in (b"\n", b"\r") else b""
         if buf.endswith(b"\r"):
             self._skip_lf = True
         pos = self._offset
+        limit = self._max_event
         for line in lines:
             n = len(line)
-            if line.endswith(b"\r\n"):
-                self._line(line[:-2], pos)
+            line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+            if len(line) > limit:
+                line_dropped(self._state, limit, pos)
+                self._drop_event()
             else:
-                self._line(line[:-1], pos)
+                self._line(line, pos)
             pos += n
         self._offset = pos
+        self._tail = tail
+        if len(tail) > limit:
+            self._drop_tail()
+
+    def _drop_tail(self) -> None:
+        """Drop the line being received: it is over Limits.event_bytes; skip to its end."""
+        line_dropped(self._state, self._max_event, self._offset)
+        self._offset += len(self._tail) + self._more_size
+        self._tail = b""
+        self._more = []
+        self._more_size = 0
+        self._skipping = True
+        self._drop_event()
+
+    def _drop_event(self) -> None:
+        """Forget the event being received; ignore its lines up to the blank line that ends it."""
+        self._data.clear()
+        self._data_size = 0
+        self._dropping = True
+
+    def _skip_dropped_line(self, data: bytes) -> bytes:
+        """Return what follows the end of the line being skipped (nothing while it goes on)."""
+        ends = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
+        if not ends:
+            self._offset += len(data)
+            return b""
+        end = min(ends) + 1
+        if data[end - 1:end] == b"\r":
+            if end == len(data):
+                self._skip_lf = True
+            elif data[end:end + 1] == b"\n":
+                end += 1
+        self._skipping = False
+        self._offset += end
+        return data[end:]
 
     def _chunk(self, payload: bytes, offset: int) -> None:
         """Apply one event's chunk: the commonest shape inline, every other through the general adapter.
@@ -225,7 +282,8 @@ class Accumulator:
                     and function.get("name") is None):
                 cs = self._choices.get(number)
                 slot = cs.by_index.get(index) if cs is not None else None
-                if slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None:
+                if (slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None
+                        and not slot.over):
                     if not arguments:
                         cs.latest = slot
                         return
@@ -234,25 +292,33 @@ class Accumulator:
                     except UnicodeEncodeError:
                         pass
                     else:
-                        cs.latest = slot
                         buf = slot.buf
-                        slot.last_start = len(buf)
-                        buf += data
-                        slot.nfrags += 1
-                        return
+                        n = len(data)
+                        size = len(buf)
+                        kept = self._kept + n
+                        if size + n <= self._max_call and kept <= self._max_stream:
+                            cs.latest = slot
+                            self._kept = kept
+                            slot.last_start = size
+                            buf += data
+                            slot.nfrags += 1
+                            return
         _openai_chat.handle_chunk(self, self._state, chunk, offset)
 
     def _line(self, line: bytes, pos: int) -> None:
         if not line:
-            if self._data:
+            if self._dropping:
+                self._dropping = False
+                self._event_name = None
+            elif self._data:
                 self._dispatch_event()
             else:
                 self._event_name = None
             return
+        if self._dropping:
+            return
         if line[:5] == b"data:":
-            if not self._data:
-                self._data_offset = pos
-            self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+            self._data_line(line[6:] if line[5:6] == b" " else line[5:], pos)
             return
         if line[:1] == b":":
             return
@@ -260,16 +326,27 @@ class Accumulator:
         if colon and value[:1] == b" ":
             value = value[1:]
         if field == b"data":  # "data" with no colon: an empty data line
-            if not self._data:
-                self._data_offset = pos
-            self._data.append(b"")
+            self._data_line(b"", pos)
         elif field == b"event":
             self._event_name = value.decode("utf-8", "replace")
         # id, retry and unknown fields carry nothing callstitch needs
 
+    def _data_line(self, value: bytes, pos: int) -> None:
+        """Add one data line to the event being received, within Limits.event_bytes."""
+        size = self._data_size + len(value) + (1 if self._data else 0)
+        if size > self._max_event:
+            event_dropped(self._state, self._max_event, self._data_offset if self._data else pos)
+            self._drop_event()
+            return
+        if not self._data:
+            self._data_offset = pos
+        self._data.append(value)
+        self._data_size = size
+
     def _dispatch_event(self) -> None:
         data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
         self._data.clear()
+        self._data_size = 0
         event, self._event_name = self._event_name, None
         _dispatch.handle_event(self, self._state, event, data, self._data_offset)
 
@@ -336,59 +413,13 @@ class Accumulator:
                     except UnicodeEncodeError:
                         pass
                     else:
-                        buf = slot.buf
-                        slot.last_start = len(buf)
-                        buf += data
-                        slot.nfrags += 1
+                        self._append(slot, data)
                         return
                 else:
                     return
-        quirks = 0
-        if call_id is not None and type(call_id) is not str:
-            call_id = str(call_id)
-            quirks |= Q_INTEGER_ID
-        if call_id == "":
-            call_id = None
-        if name == "":
-            name = None
-            quirks |= Q_EMPTY_NAME
-        cs = self._choices.get(choice)
-        if cs is None:
-            cs = self._choices[choice] = _ChoiceState()
-        if index is None:
-            quirks |= Q_MISSING_INDEX
-            slot = cs.latest
-            if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
-                    name is not None and slot.name is not None and name != slot.name and slot.nfrags):
-                slot = self._new_slot(cs, choice)
-        else:
-            slot = cs.by_index.get(index)
-            if slot is None:
-                slot = cs.by_index[index] = self._new_slot(cs, choice)
-            elif call_id is not None and slot.id is not None and call_id != slot.id:
-                if name is not None or _complete(slot):
-                    slot = cs.by_index[index] = self._new_slot(cs, choice)
-                    quirks |= Q_NEW_CALL_SAME_INDEX
-                else:
-                    quirks |= Q_CHANGING_ID
-                    call_id = None
-            elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
-                slot = cs.by_index[index] = self._new_slot(cs, choice)
-                quirks |= Q_NEW_CALL_SAME_INDEX
-        cs.latest = slot
-        if call_id is not None:
-            if slot.id is None:
-                slot.id = call_id
-            elif slot.id == call_id:
-                quirks |= Q_RESENT_ID
-        if name is not None:
-            if slot.name is None:
-                slot.name = name
-            elif slot.name == name:
-                quirks |= Q_RESENT_NAME
-            else:
-                quirks |= Q_NAME_CHANGED
-        slot.quirks |= quirks
+        slot = self._route(choice, index, call_id, name)
+        if slot is None:
+            return  # over a limit: recorded, and the fragment dropped
         if arguments is None:
             return
         if type(arguments) is str:
@@ -416,44 +447,143 @@ class Accumulator:
                 return
             self._append(slot, data)
 
-    def _new_slot(self, cs: _ChoiceState, choice: int) -> _Slot:
+    def _route(self, choice: int, index: int | None, call_id: Any, name: str | None) -> _Slot | None:
+        """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules).
+
+        None when a limit on calls or choices keeps a new one from starting.
+        """
+        quirks = 0
+        if call_id is not None and type(call_id) is not str:
+            call_id = str(call_id)
+            quirks |= Q_INTEGER_ID
+        if call_id == "":
+            call_id = None
+        if name == "":
+            name = None
+            quirks |= Q_EMPTY_NAME
+        cs = self._choices.get(choice)
+        if cs is None:
+            if len(self._choices) >= self._max_choices:
+                self._cap("choices")
+                return None
+            cs = self._choices[choice] = _ChoiceState()
+        if index is None:
+            quirks |= Q_MISSING_INDEX
+            slot = cs.latest
+            if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
+                    name is not None and slot.name is not None and name != slot.name and slot.nfrags):
+                slot = self._new_slot(cs, choice)
+                if slot is None:
+                    return None
+        else:
+            slot = cs.by_index.get(index)
+            if slot is None:
+                slot = self._new_slot(cs, choice)
+                if slot is None:
+                    return None
+                cs.by_index[index] = slot
+            elif call_id is not None and slot.id is not None and call_id != slot.id:
+                if name is not None or _complete(slot):
+                    slot = self._new_slot(cs, choice)
+                    if slot is None:
+                        return None
+                    cs.by_index[index] = slot
+                    quirks |= Q_NEW_CALL_SAME_INDEX
+                else:
+                    quirks |= Q_CHANGING_ID
+                    call_id = None
+            elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
+                slot = self._new_slot(cs, choice)
+                if slot is None:
+                    return None
+                cs.by_index[index] = slot
+                quirks |= Q_NEW_CALL_SAME_INDEX
+        cs.latest = slot
+        if call_id is not None:
+            if slot.id is None:
+                slot.id = call_id
+            elif slot.id == call_id:
+                quirks |= Q_RESENT_ID
+        if name is not None:
+            if slot.name is None:
+                slot.name = name
+            elif slot.name == name:
+                quirks |= Q_RESENT_NAME
+            else:
+                quirks |= Q_NAME_CHANGED
+        slot.quirks |= quirks
+        return slot
+
+    def _new_slot(self, cs: _ChoiceState, choice: int) -> _Slot | None:
+        if len(self._slots) >= self._max_calls:
+            self._cap("calls")
+            return None
         slot = _Slot(choice, len(self._slots), cs.count)
         cs.count += 1
         self._slots.append(slot)
         return slot
 
     def _append(self, slot: _Slot, data: bytes) -> None:
-        """Append one fragment's bytes, tracking whether the fragments are cumulative."""
+        """Append one fragment's bytes, tracking whether the fragments are cumulative, within the limits."""
         n = len(data)
-        if not n:
+        if not n or slot.over:
             return
         buf = slot.buf
-        if slot.nfrags == 0:
-            slot.cumulative = [n]
-            buf += data
-        elif slot.cumulative is not None:
-            # Once two fragments have grown the text, one that repeats it all still fits cumulative
-            # sending (the complete text resent at the end); a second fragment equal to the first does not.
-            size = len(buf)
-            if (n > size or (n == size and len(slot.cumulative) > 1)) and data.startswith(buf):
-                slot.cumulative.append(n)
-                buf[:] = data
-            else:
-                # Not cumulative after all: rebuild the text as sent, then append.
-                if len(slot.cumulative) > 1:
-                    buf[0:0] = b"".join(buf[:k] for k in slot.cumulative[:-1])
-                slot.cumulative = None
-                slot.last_start = len(buf)
-                buf += data
+        size = len(buf)
+        cumulative = slot.cumulative
+        # Once two fragments have grown the text, one that repeats it all still fits cumulative
+        # sending (the complete text resent at the end); a second fragment equal to the first does not.
+        continues = slot.nfrags == 0 or (cumulative is not None and (
+            n > size or (n == size and len(cumulative) > 1)) and data.startswith(buf))
+        if continues:
+            grow = n - size
+        elif cumulative is not None and len(cumulative) > 1:
+            prefix = b"".join(buf[:k] for k in cumulative[:-1])  # the text as sent, rebuilt
+            grow = len(prefix) + n
         else:
+            prefix = b""
+            grow = n
+        if size + grow > self._max_call:
+            slot.over = True
+            call_cut(self._state, self._max_call, slot.id, slot.name)
+            return
+        if self._kept + grow > self._max_stream:
+            self._budget_spent()
+            return
+        self._kept += grow
+        if continues:
+            if slot.nfrags == 0:
+                slot.cumulative = [n]
+                buf += data
+            else:
+                cumulative.append(n)
+                buf[:] = data
+        else:
+            if prefix:
+                buf[0:0] = prefix
+            slot.cumulative = None
             slot.last_start = len(buf)
             buf += data
         slot.nfrags += 1
+
+    def _budget_spent(self) -> None:
+        if not self._full:
+            self._full = True
+            stream_full(self._state, self._max_stream)
+
+    def _cap(self, name: str) -> None:
+        """Record, once, that a stream has more calls or choices than its limits allow."""
+        if name not in self._capped:
+            self._capped.add(name)
+            too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices)
 
     def _text(self, choice: int, which: int, text: str) -> None:
         """Append message text (content, reasoning or refusal) of a choice."""
         texts = self._texts.get(choice)
         if texts is None:
+            if len(self._texts) >= self._max_choices:
+                self._cap("choices")
+                return
             texts = self._texts[choice] = [None, None, None, 0, 0, 0]
         buf = texts[which]
         if buf is None:
@@ -466,6 +596,10 @@ class Accumulator:
                 data = text.encode("utf-8")
             except UnicodeEncodeError:
                 data, texts[3 + which], _ = encode_fragment(text, 0)
+        if self._kept + len(data) > self._max_stream:
+            self._budget_spent()
+            return
+        self._kept += len(data)
         buf += data
 
     # ---------------------------------------------------------------- the end

@@ -911,53 +911,71 @@ static inline int cs_utf8_valid(const unsigned char *p, ptrdiff_t n)
  * object (same rules and conservative limits as cs_scan_chat_chunk: RFC 8259,
  * UTF-8, escapes, no lone surrogates, digits + |exponent| <= 300, depth <= 64,
  * surrounding whitespace allowed, no BOM) and reports, for every want, what
- * sits at its key path.  Returns 1 only when everything below holds, else 0
+ * sits at its path.  Returns 1 only when everything below holds, else 0
  * ("hand it to the general path"; out is then unspecified).
  *
- *   out[k].kind = CS_T_ABSENT  a key on the path is missing, or an
- *                              intermediate value is null
+ * A path is a NULL-terminated list of 1..CS_MAX_PATH elements, starting at
+ * the top-level object.  Each element is applied to the value reached so far:
+ *   - that value is an object: the element is a key, compared with the raw
+ *     key bytes (so "#0" is just the key "#0" here);
+ *   - that value is an array: the element must be an index "#K" ('#'
+ *     followed by one or more decimal digits, K < 2^31; leading zeros allowed,
+ *     "#007" is element 7), meaning element K (0-based); an array with fewer
+ *     than K+1 elements makes the want CS_T_ABSENT.  Any other element
+ *     (including "#2147483648", "#", "#-1") on an array -> return 0;
+ *   - that value is null: the want is CS_T_ABSENT;
+ *   - anything else (string, number, true/false) -> return 0.
+ *
+ *   out[k].kind = CS_T_ABSENT  a key on the path is missing, an index is out
+ *                              of range, or an intermediate value is null
  *               = CS_T_NULL    null
  *               = CS_T_STR     string: p/n/has_esc as in cs_span (raw bytes
  *                              between the quotes; decode with cs_unescape)
  *               = CS_T_INT     integer literal (no fraction/exponent) that
  *                              fits int64: value in .i
- *               = CS_T_OTHER   true/false/other number/array/object
+ *               = CS_T_ARRAY   array, ONLY if wants[k].allowed has the
+ *                              CS_T_ARRAY bit: element count in .i
+ *               = CS_T_OTHER   true/false/other number/object, and arrays
+ *                              when wants[k].allowed lacks CS_T_ARRAY
  *
- * Returns 0 when: an intermediate value on a path is present but is neither
- * an object nor null; out[k].kind is not in wants[k].allowed; a key on a
- * wanted path (at its level) occurs twice in the same object; any key that
- * contains a backslash occurs in an interpreted object (the top-level object
- * and every object reached along a wanted path before its last key);
+ * Returns 0 when: a path step hits a value that is neither null nor a
+ * container it applies to (above); out[k].kind is not in wants[k].allowed; a
+ * key on a wanted path (at its level) occurs twice in the same object; any
+ * key that contains a backslash occurs in an interpreted object (the
+ * top-level object and every object reached along a wanted path before its
+ * last element, including objects inside arrays reached through "#K");
  * nwants is outside 0..CS_MAX_WANTS; a path is empty or has more than
- * CS_MAX_PATH keys (path[CS_MAX_PATH] must be NULL); two wants name the same
- * path and that path is present.  A wanted key containing '"', '\\', a
+ * CS_MAX_PATH elements (path[CS_MAX_PATH] must be NULL); two wants end at
+ * the same value and that value is present (e.g. the same path twice, or
+ * "#0" and "#00" on the same array).  A wanted key containing '"', '\\', a
  * control character or invalid UTF-8 never matches (such a key could only
  * appear escaped, which forces 0 anyway).  Everything off the wanted paths
  * is validated and skipped; nothing is allocated.
  *
- * No set-up per call beyond one pass over wants: each interpreted object
- * carries the bitmask of wants whose path leads through it, and each of its
- * keys is compared only against those wants' key at that level.
+ * No set-up per call beyond one pass over wants: each interpreted container
+ * carries the bitmask of wants whose path leads through it; each object key
+ * is compared only against those wants' key at that level, and each array
+ * parses those wants' "#K" once.
  */
-enum { CS_T_ABSENT = 1, CS_T_NULL = 2, CS_T_STR = 4, CS_T_INT = 8, CS_T_OTHER = 16 };
+enum { CS_T_ABSENT = 1, CS_T_NULL = 2, CS_T_STR = 4, CS_T_INT = 8, CS_T_OTHER = 16, CS_T_ARRAY = 32 };
 #define CS_MAX_WANTS 12
-#define CS_MAX_PATH 5       /* keys per path; path[] has one more slot for the NULL */
+#define CS_MAX_PATH 8       /* elements per path; path[] has one more slot for the NULL */
 
 typedef struct {
-    const char *path[CS_MAX_PATH + 1];  /* object keys from the top-level object, NULL-terminated */
+    const char *path[CS_MAX_PATH + 1];  /* keys / "#K" indexes from the top-level object, NULL-terminated */
     int allowed;                        /* bitmask of CS_T_* kinds this field may have */
 } cs_want;
 
 typedef struct {
     int kind;                           /* one CS_T_* bit */
     const unsigned char *p; ptrdiff_t n; int has_esc;   /* CS_T_STR (as cs_span) */
-    int64_t i;                          /* CS_T_INT */
+    int64_t i;                          /* CS_T_INT: value; CS_T_ARRAY: element count */
 } cs_val;
 
 typedef struct {
     const cs_want *w;
     cs_val *out;
-    unsigned ends[CS_MAX_PATH];         /* wants whose path has exactly level+1 keys */
+    unsigned ends[CS_MAX_PATH];         /* wants whose path has exactly level+1 elements */
 } cs_xctx;
 
 /* 1 if the NUL-terminated s equals the n raw key bytes k. k holds no NUL
@@ -968,6 +986,22 @@ static CS_ALWAYS_INLINE int cs_xkeq(const char *s, const unsigned char *k, ptrdi
     for (i = 0; i < n; i++)
         if ((unsigned char)s[i] != k[i]) return 0;
     return s[n] == '\0';
+}
+
+/* Path element "#K" (K decimal digits, leading zeros allowed, K < 2^31) ->
+ * K; anything else -> -1. */
+static inline int32_t cs_xidx(const char *s)
+{
+    uint64_t k = 0;
+    const unsigned char *q = (const unsigned char *)s;
+    if (q[0] != '#' || q[1] == '\0') return -1;
+    for (q++; *q; q++) {
+        unsigned c = (unsigned)(*q - '0');
+        if (c >= 10u) return -1;
+        k = k * 10u + c;                            /* k < 2^31 before: no wrap */
+        if (k >= UINT64_C(0x80000000)) return -1;
+    }
+    return (int32_t)k;
 }
 
 /* Read a key of an interpreted object at `level` (p at '"') and the ':'
@@ -1056,6 +1090,56 @@ static CS_ALWAYS_INLINE const unsigned char *cs_xnum(const unsigned char *p, con
     return q;
 }
 
+static const unsigned char *cs_xobj(const cs_xctx *cx, unsigned active, int level,
+                                    const unsigned char *p, const unsigned char *e);
+static const unsigned char *cs_xarr(const cs_xctx *cx, unsigned active, int level,
+                                    const unsigned char *p, const unsigned char *e, cs_val *v);
+
+/* A value on a wanted path, inside the interpreted container at `level`
+ * (its nesting depth is level + 1).  m = wants continuing below this value,
+ * leaf = the (at most one) want ending at it; m | leaf != 0.  p at the
+ * value (p < e).  Returns pointer past the value or NULL. */
+static CS_ALWAYS_INLINE const unsigned char *cs_xval(const cs_xctx *cx, unsigned m, unsigned leaf, int level,
+                                                     const unsigned char *p, const unsigned char *e)
+{
+    const int depth = level + 1;
+    cs_val *v = leaf ? &cx->out[__builtin_ctz(leaf)] : NULL;
+    switch (*p) {
+    case '"': {
+        const unsigned char *q;
+        int esc = 0;
+        if (m) return NULL;
+        q = cs_str(p + 1, e, &esc);
+        if (!q) return NULL;
+        v->kind = CS_T_STR;
+        v->p = p + 1;
+        v->n = q - (p + 1);
+        v->has_esc = esc;
+        return q + 1;
+    }
+    case 'n':
+        if (!cs_is_null(p, e)) return NULL;
+        if (v) v->kind = CS_T_NULL;
+        return p + 4;
+    case '{':
+        if (v) v->kind = CS_T_OTHER;
+        return m ? cs_xobj(cx, m, level + 1, p, e) : cs_skip(p, e, depth);
+    case '[':
+        if (m || (cx->w[__builtin_ctz(leaf)].allowed & CS_T_ARRAY))
+            return cs_xarr(cx, m, level + 1, p, e, v);
+        v->kind = CS_T_OTHER;
+        return cs_skip(p, e, depth);
+    case '-': case '0': case '1': case '2': case '3': case '4':
+    case '5': case '6': case '7': case '8': case '9':
+        if (m) return NULL;
+        return cs_xnum(p, e, v);
+    default:                                       /* true / false / invalid */
+        if (m) return NULL;
+        v->kind = CS_T_OTHER;
+        return cs_skip(p, e, depth);
+    }
+}
+
 /* Interpreted object at `level` (top-level object = 0, nesting depth
  * level + 1); `active` = wants whose path continues through it.  p at '{'.
  * Returns pointer past the closing '}' or NULL.  Recursion depth is bounded
@@ -1065,7 +1149,7 @@ static const unsigned char *cs_xobj(const cs_xctx *cx, unsigned active, int leve
 {
     const int depth = level + 1;
     unsigned seen = 0, m, leaf;
-    int r, esc;
+    int r;
     p = cs_ws(p + 1, e);
     if (p < e && *p == '}') return p + 1;
     for (;;) {
@@ -1074,47 +1158,12 @@ static const unsigned char *cs_xobj(const cs_xctx *cx, unsigned active, int leve
         if (!m) {
             p = cs_skipv(p, e, depth);
         } else {
-            cs_val *v;
             if (seen & m) return NULL;                 /* duplicate wanted key */
             seen |= m;
             leaf = m & cx->ends[level];                /* wants ending at this key */
             m &= ~leaf;                                /* wants continuing below */
             if (leaf & (leaf - 1u)) return NULL;       /* two wants, same path */
-            v = leaf ? &cx->out[__builtin_ctz(leaf)] : NULL;
-            switch (*p) {
-            case '"': {
-                const unsigned char *q;
-                if (m) return NULL;
-                esc = 0;
-                q = cs_str(p + 1, e, &esc);
-                if (!q) return NULL;
-                v->kind = CS_T_STR;
-                v->p = p + 1;
-                v->n = q - (p + 1);
-                v->has_esc = esc;
-                p = q + 1;
-                break;
-            }
-            case 'n':
-                if (!cs_is_null(p, e)) return NULL;
-                if (v) v->kind = CS_T_NULL;
-                p += 4;
-                break;
-            case '{':
-                if (v) v->kind = CS_T_OTHER;
-                p = m ? cs_xobj(cx, m, level + 1, p, e) : cs_skip(p, e, depth);
-                break;
-            case '-': case '0': case '1': case '2': case '3': case '4':
-            case '5': case '6': case '7': case '8': case '9':
-                if (m) return NULL;
-                p = cs_xnum(p, e, v);
-                break;
-            default:                                   /* true / false / array / invalid */
-                if (m) return NULL;
-                v->kind = CS_T_OTHER;
-                p = cs_skip(p, e, depth);
-                break;
-            }
+            p = cs_xval(cx, m, leaf, level, p, e);
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -1123,30 +1172,91 @@ static const unsigned char *cs_xobj(const cs_xctx *cx, unsigned active, int leve
     }
 }
 
+/* Array at `level` (nesting depth level + 1) on a wanted path; `active` =
+ * wants whose path continues through it (their path[level] must be "#K"),
+ * v = the want ending at the array itself (NULL if none; its kind becomes
+ * CS_T_ARRAY with the element count if it allows CS_T_ARRAY, else
+ * CS_T_OTHER).  p at '['.  Returns pointer past the ']' or NULL. */
+static CS_NOINLINE const unsigned char *cs_xarr(const cs_xctx *cx, unsigned active, int level,
+                                                const unsigned char *p, const unsigned char *e, cs_val *v)
+{
+    const int depth = level + 1;
+    int32_t ix[CS_MAX_WANTS];
+    int64_t cnt = 0;
+    uint32_t hi = 0;                                   /* elements 0..hi-1 may be wanted */
+    unsigned a = active, m, leaf;
+    int r;
+    {
+        const char *last = NULL;
+        int32_t lastk = -1;
+        while (a) {
+            unsigned j = (unsigned)__builtin_ctz(a);
+            const char *s = cx->w[j].path[level];
+            a &= a - 1u;
+            if (s != last) { last = s; lastk = cs_xidx(s); }
+            if (lastk < 0) return NULL;                /* key step on an array */
+            ix[j] = lastk;
+            if ((uint32_t)lastk >= hi) hi = (uint32_t)lastk + 1u;
+        }
+    }
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == ']') { p++; goto done; }
+    for (;;) {
+        if (p >= e) return NULL;
+        m = 0;
+        if ((uint64_t)cnt < hi) {
+            a = active;
+            while (a) {
+                unsigned j = (unsigned)__builtin_ctz(a);
+                a &= a - 1u;
+                if (ix[j] == cnt) m |= 1u << j;
+            }
+        }
+        if (!m) {
+            p = cs_skipv(p, e, depth);
+        } else {
+            leaf = m & cx->ends[level];
+            m &= ~leaf;
+            if (leaf & (leaf - 1u)) return NULL;       /* two wants, same element */
+            p = cs_xval(cx, m, leaf, level, p, e);
+        }
+        if (!p) return NULL;
+        cnt++;
+        r = cs_next_member(&p, e, ']');
+        if (r < 0) return NULL;
+        if (r == 0) break;
+    }
+done:
+    if (v) {
+        if (cx->w[v - cx->out].allowed & CS_T_ARRAY) {
+            v->kind = CS_T_ARRAY;
+            v->i = cnt;
+        } else {
+            v->kind = CS_T_OTHER;
+        }
+    }
+    return p;
+}
+
 /* 1 = understood (out[0..nwants) filled), 0 = hand to the general path. */
 static inline int cs_extract(const unsigned char *p, ptrdiff_t n, const cs_want *wants, int nwants, cs_val *out)
 {
     const unsigned char *e = p + n;
     cs_xctx cx;
-    int k;
-    unsigned e0 = 0, e1 = 0, e2 = 0, e3 = 0, e4 = 0;   /* in registers, not cx.ends[] */
+    int k, d;
     if (nwants < 0 || nwants > CS_MAX_WANTS || (nwants > 0 && (!wants || !out))) return 0;
+    for (d = 0; d < CS_MAX_PATH; d++) cx.ends[d] = 0;
     for (k = 0; k < nwants; k++) {
         const char *const *pa = wants[k].path;
-        unsigned bit = 1u << k;
         out[k].kind = CS_T_ABSENT;
         out[k].p = NULL;
         out[k].n = 0;
         out[k].has_esc = 0;
         out[k].i = 0;
         if (!pa[0] || pa[CS_MAX_PATH]) return 0;
-        if (!pa[1]) e0 |= bit;
-        else if (!pa[2]) e1 |= bit;
-        else if (!pa[3]) e2 |= bit;
-        else if (!pa[4]) e3 |= bit;
-        else e4 |= bit;
+        for (d = 1; pa[d]; d++) {}
+        cx.ends[d - 1] |= 1u << k;
     }
-    cx.ends[0] = e0; cx.ends[1] = e1; cx.ends[2] = e2; cx.ends[3] = e3; cx.ends[4] = e4;
     cx.w = wants;
     cx.out = out;
     if (!p || n <= 0) return 0;

@@ -1,69 +1,203 @@
-"""The command line: `callstitch reassemble [FILE ...]` prints one JSON line per tool call."""
+"""The command line: `callstitch reassemble [INPUT ...]` prints one JSON line per tool call."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import BinaryIO, Iterable
-
-import orjson
+import time
+from typing import Any, BinaryIO
 
 from . import __version__
-from ._accumulator import IMPLEMENTATION, Accumulator
+from ._accumulator import IMPLEMENTATION
+from ._batch import CONTAINERS, Batch
 from ._dispatch import FORMATS
+from ._progress import Progress
 
-_READ_SIZE = 1 << 16
+_DESCRIPTION = """\
+Read captured streamed LLM responses and print one JSON line per tool call:
+
+  {"source": PATH, "stream": N, "choice": C, "index": I, "id": ..., "name": ...,
+   "arguments": {...} | null, "error": null | "message", "quirks": [...]}
+
+plus "raw_arguments" (the text as received) when the arguments did not parse.
+
+Inputs: files, directories (walked recursively; files named *.sse, *.txt, *.ndjson,
+*.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not),
+glob patterns (quote them: '**' recurses) and '-' for standard input (the default).
+A file may hold:
+  - one response body, or several back to back: SSE, NDJSON, or the raw AWS event
+    stream. Responses are cut at each one's terminator ([DONE], message_stop,
+    response.completed/.failed/.incomplete, Cohere message-end, Ollama "done":true,
+    Bedrock messageStop and its metadata event, Gemini's finishReason chunk or a new
+    responseId); the format of the first response decides how. "stream" counts the
+    responses of a file from 0.
+  - a JSONL log with one captured response per line (--field names where the body is;
+    a string holding the raw body, or a list of chunk objects). "stream" is the
+    0-based line number.
+  - a HAR export: the event-stream / NDJSON / eventstream responses of its entries
+    (base64 bodies too); other entries are skipped. "stream" is the entry's index.
+gzip, zstandard, bzip2 and xz files are read decompressed, recognised by their first
+bytes (zstandard needs `pip install 'callstitch[zstd]'`).
+
+Work is spread over worker processes (-j); the output is the same, in the same order,
+whatever their number. Big files are read in blocks and cut into pieces at response
+boundaries, so memory stays bounded however large the input.
+
+Problems (an unreadable file, a corrupt archive, a line that is not JSON, a stream or
+call with errors) are reported on standard error with the source and position, and
+the run goes on. At the end a summary goes to standard error; a progress bar too,
+while it runs, when standard error is a terminal.
+
+Exit status: 0 when everything was clean, 1 when any input, stream or call had an
+error, 2 on a usage error."""
+
+_EPILOG = """\
+examples:
+  callstitch reassemble examples/openai_parallel_calls.sse
+  callstitch reassemble captures/ -o calls.jsonl            # a whole tree, every core
+  callstitch reassemble 'logs/**/*.sse.gz' -j 4 --quiet
+  zcat day.ndjson.gz | callstitch reassemble - --format ollama
+  callstitch reassemble gateway.jsonl --field response.body  # one response per line
+  callstitch reassemble session.har
+  callstitch reassemble captures/ --output-format parquet -o calls.parquet
+  callstitch reassemble big.sse | head                        # ends quietly"""
 
 
-def _records(source: str, stream: BinaryIO, format: str) -> Iterable[tuple[dict, list]]:
-    acc = Accumulator(format=format)
-    while True:
-        data = stream.read(_READ_SIZE)
-        if not data:
-            break
-        acc.feed(data)
-    result = acc.finalize()
-    for call in result.tool_calls:
-        record = {"source": source, "stream": 0}
-        record.update(call.to_dict())
-        yield record, result.errors
-    if not result.tool_calls:
-        yield None, result.errors
+def _problem_printer(stream: Any) -> Any:
+    def report(source: str, unit: str, number: int | None, offset: int | None, kind: str, message: str) -> None:
+        where = []
+        if number is not None:
+            where.append(f"line {number + 1}" if unit == "line" else f"{unit} {number}")
+        if offset is not None:
+            where.append(f"byte {offset}")
+        place = f" ({', '.join(where)})" if where else ""
+        text = message if kind in ("more", "unreadable") or message.startswith(kind) else f"{kind}: {message}"
+        stream.write(f"callstitch: {source}{place}: {text}\n")
+
+    return report
+
+
+def _summary_text(summary: Any, elapsed: float) -> str:
+    mb = summary.bytes / 1e6
+    rate = mb / elapsed if elapsed > 0 else 0.0
+    parts = [f"{summary.sources} source{'s' * (summary.sources != 1)}",
+             f"{summary.streams} stream{'s' * (summary.streams != 1)}",
+             f"{summary.calls} call{'s' * (summary.calls != 1)}",
+             f"{mb:.1f} MB in {elapsed:.2f} s ({rate:.1f} MB/s)"]
+    text = "callstitch: " + ", ".join(parts)
+    if summary.errors:
+        text += "; errors: " + ", ".join(f"{n} {kind}" for kind, n in summary.errors.most_common())
+    else:
+        text += "; no errors"
+    if summary.quirks:
+        text += "; quirks: " + ", ".join(f"{n} {name}" for name, n in summary.quirks.most_common())
+    if summary.incomplete:
+        text += f"; {summary.incomplete} stream{'s' * (summary.incomplete != 1)} without a terminator"
+    return text
+
+
+class _ParquetSink:
+    """Write records as Parquet row groups (arguments as a JSON string column)."""
+
+    _ROWS = 65536
+
+    def __init__(self, target: str | BinaryIO) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self._pa = pa
+        self.schema = pa.schema([
+            ("source", pa.string()), ("stream", pa.int64()), ("choice", pa.int64()), ("index", pa.int64()),
+            ("id", pa.string()), ("name", pa.string()), ("arguments", pa.string()), ("error", pa.string()),
+            ("quirks", pa.list_(pa.string())), ("raw_arguments", pa.string()),
+        ])
+        self._writer = pq.ParquetWriter(target, self.schema)
+        self._cols: dict[str, list] = {name: [] for name in self.schema.names}
+
+    def write(self, chunk: bytes) -> None:
+        import orjson
+
+        cols = self._cols
+        dumps = orjson.dumps
+        for line in chunk.splitlines():
+            r = orjson.loads(line)
+            args = r["arguments"]
+            cols["source"].append(r["source"])
+            cols["stream"].append(r["stream"])
+            cols["choice"].append(r["choice"])
+            cols["index"].append(r["index"])
+            cols["id"].append(r["id"])
+            cols["name"].append(r["name"])
+            cols["arguments"].append(None if args is None else dumps(args).decode())
+            cols["error"].append(r["error"])
+            cols["quirks"].append(r["quirks"])
+            cols["raw_arguments"].append(r.get("raw_arguments"))
+        if len(cols["source"]) >= self._ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._cols["source"]:
+            table = self._pa.Table.from_pydict(self._cols, schema=self.schema)
+            self._writer.write_table(table)
+            self._cols = {name: [] for name in self.schema.names}
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.close()
 
 
 def reassemble_command(args: argparse.Namespace) -> int:
-    """Reassemble each input and print its calls as JSON lines; return the exit status."""
-    out = sys.stdout.buffer
-    status = 0
-    for path in args.files or ["-"]:
+    """Reassemble every input and write its calls; return the exit status."""
+    err = sys.stderr
+    quiet = args.quiet
+    progress = Progress(err) if not quiet and err.isatty() else None
+    batch = Batch(args.inputs or ["-"], format=args.format, field=args.field, jobs=args.jobs,
+                  container=args.container, on_problem=_problem_printer(err),
+                  on_progress=progress.update if progress is not None else None)
+    if args.output_format == "parquet":
         try:
-            handle = sys.stdin.buffer if path == "-" else open(path, "rb")
-        except OSError as exc:
-            print(f"callstitch: {path}: {exc.strerror}", file=sys.stderr)
-            status = 1
-            continue
-        with handle if path != "-" else _nothing():
-            seen_errors: list = []
-            for record, errors in _records("<stdin>" if path == "-" else path, handle, args.format):
-                seen_errors = errors
-                if record is None:
-                    continue
-                if record["error"] is not None:
-                    status = 1
-                out.write(orjson.dumps(record) + b"\n")
-            for error in seen_errors:
-                print(f"callstitch: {path}: {error}", file=sys.stderr)
-                status = 1
-    out.flush()
-    return status
+            sink: Any = _ParquetSink(args.output if args.output else sys.stdout.buffer)
+        except ImportError:
+            err.write("callstitch: --output-format parquet needs pyarrow (pip install 'callstitch[parquet]')\n")
+            return 2
+        write, close = sink.write, sink.close
+    else:
+        out: BinaryIO = open(args.output, "wb") if args.output else sys.stdout.buffer
+        write, close = out.write, (out.close if args.output else out.flush)
+    started = time.perf_counter()
+    try:
+        for chunk in batch.chunks():
+            if progress is not None:
+                progress.close()
+            write(chunk)
+        close()
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): end quietly, and keep Python from complaining at exit.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        if progress is not None:
+            progress.close()
+        return 0
+    finally:
+        if progress is not None:
+            progress.close()
+    if not quiet:
+        err.write(_summary_text(batch.summary, time.perf_counter() - started) + "\n")
+    return 1 if batch.summary.failed else 0
 
 
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be 0 (all cores) or more")
+    return n or (os.cpu_count() or 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,16 +206,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version",
                         version=f"callstitch {__version__} ({IMPLEMENTATION} implementation)")
     sub = parser.add_subparsers(dest="command", required=True)
-    re_ = sub.add_parser(
-        "reassemble", help="print the tool calls of captured streamed responses as JSON lines",
-        description="Read captured streamed responses (one whole response body per file; standard input "
-                    "when no file is named) and print one JSON line per tool call: source, stream, choice, "
-                    "index, id, name, arguments, error, quirks (and raw_arguments when the arguments did "
-                    "not parse). Problems are reported on standard error; the exit status is 1 when any "
-                    "input had one.",
-        epilog="example: callstitch reassemble examples/openai_parallel_calls.sse")
-    re_.add_argument("files", nargs="*", metavar="FILE", help="captured response bodies ('-' for stdin)")
-    re_.add_argument("--format", default="openai-chat", choices=FORMATS, help="the wire format (default: %(default)s)")
+    re_ = sub.add_parser("reassemble", help="print the tool calls of captured streamed responses as JSON lines",
+                         description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    re_.add_argument("inputs", nargs="*", metavar="INPUT",
+                     help="files, directories, glob patterns, or '-' for standard input (the default)")
+    re_.add_argument("--format", default="auto", choices=FORMATS,
+                     help="the wire format (default: %(default)s: detected from each source's first response)")
+    re_.add_argument("--field", metavar="PATH",
+                     help="read inputs as JSONL logs, the body of each line at this dotted path "
+                          "(e.g. response.body); a string (the raw body) or a list of chunk objects")
+    re_.add_argument("--container", default="auto", choices=CONTAINERS,
+                     help="how to read the inputs: body (responses back to back), jsonl, har; default: "
+                          "*.har files as HAR, JSONL with --field, else sniffed (HAR or body)")
+    re_.add_argument("-j", "--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
+                     help="worker processes (default: all %(default)s cores; 0 also means all)")
+    re_.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    re_.add_argument("--output-format", default="jsonl", choices=("jsonl", "parquet"),
+                     help="jsonl (default) or parquet (needs pyarrow; arguments as a JSON string column)")
+    re_.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress bar and no summary (problems are still reported)")
     re_.set_defaults(run=reassemble_command)
     return parser
 
@@ -89,12 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "output_format", None) == "parquet" and not args.output and sys.stdout.isatty():
+        sys.stderr.write("callstitch: --output-format parquet writes binary; name a file with -o\n")
+        return 2
     try:
         return args.run(args)
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`): end quietly.
-        sys.stderr.close()
-        return 0
     except KeyboardInterrupt:
         return 130
 

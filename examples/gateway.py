@@ -1,0 +1,163 @@
+"""An LLM API gateway that passes streams through untouched and logs each tool call as it completes.
+
+Run it in front of any provider (OpenAI, Anthropic, Gemini, Bedrock, an OpenAI-compatible
+server, ...)::
+
+    CALLSTITCH_GATEWAY_UPSTREAM=https://api.openai.com uvicorn examples.gateway:app --port 8080
+
+then point a client at ``http://127.0.0.1:8080`` instead of the provider. Every POST is
+forwarded to the upstream base URL with the same path, query and body, and the client's headers
+minus the hop-by-hop ones; the response (status, headers, body bytes) comes back unchanged,
+chunk by chunk, as the upstream sends it. On the side, ``callstitch.atee`` reassembles the tool
+calls from those bytes (any wire format: ``format="auto"``) and hands each one over the moment
+the protocol completes it; the default handler logs one JSON line per call::
+
+    tool call {"stream":"4f1c…","id":"call_JMW1…","name":"get_weather","arguments":{"city":"Paris"}}
+
+The stream id is the request's ``X-Request-ID`` header when it has one, else a fresh uuid4.
+Environment: ``CALLSTITCH_GATEWAY_UPSTREAM`` (the upstream base URL) and, read by callstitch
+itself, ``CALLSTITCH_NO_EXTENSIONS=1`` (use the pure-Python twin).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from typing import Any, AsyncIterable, AsyncIterator, Callable
+
+import httpx
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+import callstitch
+
+__all__ = ["create_app", "app", "log_call", "HOP_BY_HOP"]
+
+log = logging.getLogger("callstitch.gateway")
+
+OnCall = Callable[[str, callstitch.ToolCall], Any]
+# tee(chunks, format, on_call) -> async iterable of the same chunks; callstitch.atee, or a stand-in.
+TeeFactory = Callable[[AsyncIterable[bytes], str, Callable[[callstitch.ToolCall], Any]], AsyncIterable[bytes]]
+
+# RFC 9110 section 7.6.1: these describe one connection, not the message, so a proxy drops them.
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+                        "te", "trailer", "transfer-encoding", "upgrade"})
+# Recomputed for the new connection (host, content-length) or set by the ASGI server (date, server).
+# accept-encoding is replaced by "identity": the accumulator must read the bytes the client gets, and
+# compressing an event stream would hold events back anyway.
+REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
+RESPONSE_DROP = HOP_BY_HOP | {"date", "server"}
+
+
+def _forwardable(raw: list[tuple[bytes, bytes]], drop: frozenset[str]) -> list[tuple[bytes, bytes]]:
+    """Return the headers a proxy passes on: minus `drop` and minus those the Connection header names."""
+    named = set()
+    for key, value in raw:
+        if key.lower() == b"connection":
+            named.update(token.strip().lower() for token in value.decode("latin-1").split(","))
+    return [(k, v) for k, v in raw if (name := k.decode("latin-1").lower()) not in drop and name not in named]
+
+
+def log_call(stream_id: str, call: callstitch.ToolCall) -> None:
+    """Log one line of JSON for a finished tool call: stream, id, name, arguments (and error, if any)."""
+    line: dict[str, Any] = {"stream": stream_id, "id": call.id, "name": call.name, "arguments": call.arguments}
+    if call.error is not None:  # truncated or malformed: keep the text as received
+        line["error"] = call.error.kind
+        line["raw_arguments"] = call.raw_arguments
+    log.info("tool call %s", orjson.dumps(line).decode())
+
+
+class _Relay(StreamingResponse):
+    """A StreamingResponse that closes its body and the upstream response however the stream ends."""
+
+    def __init__(self, upstream: httpx.Response, body: AsyncIterable[bytes]) -> None:
+        # Keep the async generator itself, so that it can be closed (Starlette only iterates it).
+        self._body = aiter(body)
+        super().__init__(self._body, status_code=upstream.status_code)
+        self.raw_headers = _forwardable(upstream.headers.raw, RESPONSE_DROP)
+        self._upstream = upstream
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # The client may have left mid-stream: Starlette then cancels the send loop and drops the
+            # generator. Close it here rather than whenever the garbage collector gets to it: that
+            # finishes the tee (its result, the last on_call) and lets the upstream connection go now.
+            aclose = getattr(self._body, "aclose", None)
+            try:
+                if aclose is not None:
+                    await aclose()
+            finally:
+                await self._upstream.aclose()
+
+
+def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *,
+               tee: TeeFactory | None = callstitch.atee, timeout: httpx.Timeout | None = None,
+               max_connections: int = 1000) -> Starlette:
+    """Return the gateway as an ASGI app forwarding POST requests to `upstream_url` (a base URL).
+
+    on_call(stream_id, call) runs once per tool call, as soon as the protocol completes it;
+    by default log_call. ``tee`` is what wraps the upstream chunks (callstitch.atee; None passes
+    them through plainly, which is how the benchmark measures what accumulation costs).
+    """
+    upstream_url = (upstream_url or os.environ.get("CALLSTITCH_GATEWAY_UPSTREAM") or "https://api.openai.com").rstrip("/")
+    handler = on_call if on_call is not None else log_call
+    timeout = timeout or httpx.Timeout(30.0, read=600.0)  # models may think for minutes between events
+    clients: list[httpx.AsyncClient] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections // 10)
+        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+            clients.append(client)
+            log.info("gateway: upstream %s, callstitch %s (%s)", upstream_url, callstitch.__version__,
+                     callstitch.IMPLEMENTATION if tee is callstitch.atee else "custom tee" if tee else "no tee")
+            try:
+                yield
+            finally:
+                clients.remove(client)
+
+    async def forward(request: Request) -> Response:
+        stream_id = request.headers.get("x-request-id") or uuid.uuid4().hex
+        headers = _forwardable(request.headers.raw, REQUEST_DROP) + [(b"accept-encoding", b"identity")]
+        url = upstream_url + request.url.path + (("?" + request.url.query) if request.url.query else "")
+        outgoing = clients[0].build_request("POST", url, headers=headers, content=await request.body())
+        try:
+            upstream = await clients[0].send(outgoing, stream=True)
+        except httpx.HTTPError as exc:
+            log.warning("upstream unreachable for stream %s: %r", stream_id, exc)
+            return JSONResponse({"error": {"message": f"upstream unreachable: {exc!r}", "type": "bad_gateway"}},
+                                status_code=502)
+
+        def hand_over(call: callstitch.ToolCall) -> None:
+            try:
+                handler(stream_id, call)
+            except Exception:  # a failing handler must never break the client's stream
+                log.exception("on_call failed for stream %s", stream_id)
+
+        body = upstream.aiter_raw()  # the bytes as received: no decoding, no re-chunking
+        if tee is not None:
+            body = tee(body, "auto", hand_over)  # the one line a gateway adds
+        return _Relay(upstream, body)
+
+    return Starlette(routes=[Route("/{path:path}", forward, methods=["POST"])], lifespan=lifespan)
+
+
+def _log_to_stderr() -> None:
+    """Give the call log a handler when nobody configured one (uvicorn configures only its own loggers)."""
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+_log_to_stderr()
+app = create_app()

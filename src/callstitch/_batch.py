@@ -1,0 +1,727 @@
+"""Batch reprocessing: the tool calls of many captured responses, on every core, in bounded memory.
+
+The work is cut into tasks: a whole source, or a byte range of a large plain file (back-to-back
+responses or a JSONL log), cut where one response ends. A task runs in a worker process (or in
+this one with ``jobs=1``), reads its bytes in blocks, finds the response boundaries with C-level
+searches (``_split``), feeds each response's slice, uncopied, to its own Accumulator and hands
+back its records already serialised as JSON lines. The parent only joins those lines, in task
+order, so ``jobs=N`` writes exactly what ``jobs=1`` writes.
+
+A record's ``stream`` numbers the responses of its source from 0: the position in a
+back-to-back file, the 0-based line of a JSONL log, the entry of a HAR file. A range task does
+not know how many responses come before it, so it returns each call's line without its source
+and stream, and the parent puts them in front.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import os
+import re
+from collections import Counter, deque
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+import orjson
+
+from ._accumulator import Accumulator
+from ._dispatch import check_format
+from ._framing import EVENTSTREAM, choose
+from ._sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
+                       sniff_compression)
+from ._split import SPLITTABLE, Splitter
+
+__all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
+
+BLOCK = 4 << 20          # one read
+RANGE = 32 << 20         # a large plain file is cut into tasks of about this many bytes
+LOOKBACK = 1 << 20       # a range task starts scanning this far before its start
+PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
+MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
+CONTAINERS = ("auto", "body", "jsonl", "har")
+
+_CONTENT = re.compile(rb"[^ \t\r\n]")
+_HAR_HEAD = re.compile(rb'\s*\{\s*"log"\s*:')
+_STREAM_MIME = ("event-stream", "ndjson", "eventstream", "jsonl", "x-amz-json")
+
+
+class Task(NamedTuple):
+    """One unit of work; plain values, cheap to pickle."""
+
+    source: str
+    kind: str            # "body", "jsonl", "har" or "auto" (decided after opening)
+    format: str          # the user's format ("auto" or a name)
+    split: str | None    # body ranges: the format and framing the splitter uses ("fmt/framing")
+    field: tuple[str, ...] | None
+    start: int
+    end: int | None      # None: to the end of the source
+    size: int            # on-disk bytes this task covers (for the progress bar)
+
+
+class Outcome(NamedTuple):
+    """What a task produced."""
+
+    lines: bytes | list   # whole JSON lines (first task of a source) or [(stream, line tail)]
+    span: int             # how many stream numbers the task used
+    streams: int
+    calls: int
+    errors: dict          # kind -> count
+    quirks: dict          # name -> count
+    problems: list        # (stream | None, byte offset | None, kind, message)
+    more_problems: int
+    incomplete: int
+    nbytes: int           # bytes reassembled (decompressed)
+    size: int
+    unit: str             # "stream", "line" or "entry"
+
+
+class _Collector:
+    """Gathers one task's records and counts."""
+
+    def __init__(self, source: str, absolute: bool) -> None:
+        self.prefix = (b'{"source":' + orjson.dumps(source) + b',"stream":') if absolute else None
+        self.parts: list = []
+        self.span = 0
+        self.streams = 0
+        self.calls = 0
+        self.errors: Counter = Counter()
+        self.quirks: Counter = Counter()
+        self.problems: list = []
+        self.more = 0
+        self.incomplete = 0
+        self.nbytes = 0
+        self.unit = "stream"
+
+    def problem(self, stream: int | None, offset: int | None, kind: str, message: str) -> None:
+        self.errors[kind] += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append((stream, offset, kind, message))
+        else:
+            self.more += 1
+
+    def result(self, stream: int, result: Any, offset: int | None) -> None:
+        """Take one finished stream's Result (offset: where its bytes start in the source)."""
+        self.streams += 1
+        if not result.complete:
+            self.incomplete += 1
+        for err in result.errors:
+            at = None if err.offset is None or offset is None else offset + err.offset
+            self.problem(stream, at, err.kind, err.detail)
+        calls = result.tool_calls
+        if not calls:
+            return
+        self.calls += len(calls)
+        parts = self.parts
+        dumps = orjson.dumps
+        try:
+            lines = [dumps(call.to_dict(), option=orjson.OPT_APPEND_NEWLINE) for call in calls]
+        except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits, parsed by the fallback
+            lines = [_json_line(call.to_dict()) for call in calls]
+        if self.prefix is not None:
+            head = self.prefix + str(stream).encode() + b","
+            parts.extend([head + line[1:] for line in lines])
+        else:
+            parts.extend([(stream, line) for line in lines])
+        for call in calls:
+            if call.error is not None:
+                self.problem(stream, None, "arguments " + call.error.kind, str(call.error))
+            if call.quirks:
+                self.quirks.update(call.quirks)
+
+    def outcome(self, size: int) -> Outcome:
+        lines = b"".join(self.parts) if self.prefix is not None else self.parts
+        return Outcome(lines, self.span, self.streams, self.calls, dict(self.errors), dict(self.quirks),
+                       self.problems, self.more, self.incomplete, self.nbytes, size, self.unit)
+
+
+def _json_line(record: dict) -> bytes:
+    import json
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8",
+                                                                                          "surrogatepass") + b"\n"
+
+
+# -- format detection --------------------------------------------------------------------------
+
+def detect(head: bytes, format: str) -> tuple[str, str]:
+    """Return (format, framing) of a body from its first bytes (the first response decides)."""
+    framing = choose(head, final=True) or "sse"
+    if format != "auto":
+        return format, framing
+    for size in PROBE:
+        acc = Accumulator(format="auto")
+        acc.feed(head[:size])
+        found = acc.finalize().format
+        if found != "auto" or size >= len(head):
+            return found, framing
+    return "auto", framing
+
+
+# -- the workers' side -------------------------------------------------------------------------
+
+def run_task(task: Task) -> Outcome:
+    """Do one task (in a worker process or in this one) and return its Outcome."""
+    out = _Collector(task.source, absolute=task.start == 0)
+    try:
+        reader, compression, raw = open_source(task.source)
+    except Problem as exc:
+        out.problem(None, exc.position, exc.kind, exc.message)
+        return out.outcome(task.size)
+    try:
+        kind = task.kind
+        if kind == "auto":
+            head = _peek(reader)
+            reader = _Prefixed(head, reader)
+            kind = "har" if _HAR_HEAD.match(head) else "body"
+        if kind == "har":
+            _har(task, reader, out)
+        elif kind == "jsonl":
+            _jsonl(task, reader, raw, compression, out)
+        else:
+            _body(task, reader, raw, compression, out)
+    except Problem as exc:
+        out.problem(None, exc.position, exc.kind, exc.message)
+    finally:
+        try:
+            reader.close()
+            if raw is not reader:
+                raw.close()
+        except Exception:  # noqa: BLE001 - a failed close must not hide the outcome
+            pass
+    return out.outcome(task.size)
+
+
+def _peek(reader: Any) -> bytes:
+    try:
+        return reader.read(4096)
+    except DECOMPRESSION_ERRORS as exc:
+        raise Problem("corrupt archive", f"cannot decompress: {exc}", 0) from None
+
+
+class _Prefixed:
+    """A reader that gives back bytes already read first."""
+
+    def __init__(self, head: bytes, reader: Any) -> None:
+        self._head = head
+        self._reader = reader
+
+    def read(self, n: int) -> bytes:
+        if self._head:
+            head, self._head = self._head[:n], self._head[n:]
+            return head
+        return self._reader.read(n)
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class _Reads:
+    """Reads of a task's bytes: up to a limit, with decompression errors turned into Problems."""
+
+    def __init__(self, reader: Any, position: int, limit: int | None) -> None:
+        self.reader = reader
+        self.position = position
+        self.limit = limit
+
+    def read(self, n: int) -> bytes:
+        if self.limit is not None:
+            n = min(n, self.limit - self.position)
+            if n <= 0:
+                return b""
+        try:
+            data = self.reader.read(n)
+        except DECOMPRESSION_ERRORS as exc:
+            raise Problem("corrupt archive", f"cannot decompress: {exc}", self.position) from None
+        self.position += len(data)
+        return data
+
+
+def _split_spec(task: Task, reader: Any) -> tuple[str, str, bytes]:
+    """Return (format, framing, bytes already read) for a body task."""
+    if task.split is not None:
+        fmt, framing = task.split.split("/")
+        return fmt, framing, b""
+    head = reader.read(PROBE[-1])
+    fmt, framing = detect(head, task.format)
+    return fmt, framing, head
+
+
+def _body(task: Task, reader: Any, raw: Any, compression: str | None, out: _Collector) -> None:
+    """Back-to-back responses (or one): cut at each terminator, one Accumulator per response."""
+    if task.start:
+        raw.seek(task.start)
+    reads = _Reads(reader, task.start, task.end)
+    fmt, framing, head = _split_spec(task, reads)
+    make = lambda: Splitter(fmt, framing)  # noqa: E731
+    start = task.start
+    if start:
+        start = _first_cut(raw, start, make, framing)
+        if task.end is not None and start >= task.end:
+            return
+        raw.seek(start)
+        reads.position = start
+    end = task.end
+    if end is not None:
+        f = open(task.source, "rb")
+        try:
+            end = _first_cut(f, end, make, framing)
+        finally:
+            f.close()
+        reads.limit = end
+    acc_format = fmt if fmt != "auto" else task.format
+    _streams(reads, head, start, make(), acc_format, out)
+
+
+def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int:
+    """Return the first cut at or after x that a fresh scan from shortly before x finds."""
+    size = os.fstat(f.fileno()).st_size
+    if x <= 0:
+        return 0
+    if x >= size:
+        return size
+    lo = max(0, x - LOOKBACK)
+    f.seek(lo)
+    splitter = make()
+    data = f.read(BLOCK + (x - lo))
+    if lo and framing != EVENTSTREAM:
+        nl = data.find(b"\n")
+        skip = nl + 1 if nl >= 0 else 0
+        data = data[skip:]
+        lo += skip
+    base, tail = lo, b""
+    while True:
+        final = not data
+        buf = tail + data if tail else data
+        cuts, safe = splitter.scan(buf, 0, final)
+        for c in cuts:
+            if base + c >= x:
+                return base + c
+        if final:
+            return size
+        tail = buf[safe:]
+        base += safe
+        data = f.read(max(BLOCK, len(tail)))
+
+
+def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: str, out: _Collector) -> None:
+    """Feed the bytes from reads (after head) to one Accumulator per response."""
+    tail = b""
+    base = start      # source offset of buf[0]
+    acc = None
+    acc_start = 0
+    stream = 0
+    content = _CONTENT.search
+    scan = splitter.scan
+    data = head or reads.read(BLOCK)
+    while True:
+        final = not data
+        buf = tail + data if tail else data
+        out.nbytes += len(data)
+        cuts, safe = scan(buf, 0, final)
+        mv = memoryview(buf)
+        p = 0
+        for c in cuts:
+            if acc is None:
+                m = content(buf, p, c)
+                if m is not None:
+                    acc = Accumulator(format=fmt)
+                    acc_start = base + m.start()
+                    acc.feed(mv[m.start():c])
+            elif c > p:
+                acc.feed(mv[p:c])
+            if acc is not None:
+                out.result(stream, acc.finalize(), acc_start)
+                stream += 1
+                acc = None
+            p = c
+        if safe > p:
+            if acc is None:
+                m = content(buf, p, safe)
+                if m is not None:
+                    acc = Accumulator(format=fmt)
+                    acc_start = base + m.start()
+                    acc.feed(mv[m.start():safe])
+            else:
+                acc.feed(mv[p:safe])
+        mv.release()
+        if final:
+            break
+        tail = buf[safe:]
+        base += safe
+        try:
+            data = reads.read(max(BLOCK, len(tail)))
+        except Problem as exc:
+            out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
+            data = b""
+            final_tail = tail
+            tail = b""
+            if acc is not None or _CONTENT.search(final_tail):
+                if acc is None:
+                    acc = Accumulator(format=fmt)
+                    acc_start = base
+                acc.feed(final_tail)
+            break
+    if acc is not None:
+        out.result(stream, acc.finalize(), acc_start)
+        stream += 1
+    out.span = stream
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if type(obj) is dict:
+            obj = obj.get(key)
+        elif type(obj) is list and key.lstrip("-").isdigit():
+            i = int(key)
+            obj = obj[i] if -len(obj) <= i < len(obj) else None
+        else:
+            return None
+        if obj is None:
+            return None
+    return obj
+
+
+def _jsonl(task: Task, reader: Any, raw: Any, compression: str | None, out: _Collector) -> None:
+    """A log with one captured response per line; the body at --field (a string or a list of chunks)."""
+    out.unit = "line"
+    start = task.start
+    if start:
+        start = _next_line(raw, start)
+        if task.end is not None and start >= task.end:
+            return
+        raw.seek(start)
+    end = task.end
+    if end is not None:
+        end = _next_line(raw, end)
+        raw.seek(start)
+    reads = _Reads(reader, start, end)
+    field = task.field or ()
+    fmt = task.format
+    line_no = 0
+    offset = start
+    tail = b""
+    while True:
+        try:
+            data = reads.read(BLOCK)
+        except Problem as exc:
+            out.problem(line_no, exc.position, exc.kind, exc.message)
+            data = b""
+        out.nbytes += len(data)
+        if data:
+            buf = tail + data if tail else data
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                tail = buf
+                continue
+            lines = buf[:cut].split(b"\n")
+            tail = buf[cut + 1:]
+        else:
+            lines = [tail] if tail else []
+            tail = b""
+        for line in lines:
+            if _CONTENT.search(line):
+                _log_line(line, line_no, offset, field, fmt, out)
+            offset += len(line) + 1
+            line_no += 1
+        if not data:
+            break
+    out.span = line_no
+
+
+def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fmt: str, out: _Collector) -> None:
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        out.problem(line_no, offset, "not JSON", f"the line is not JSON ({exc})")
+        return
+    body = _get(obj, field) if field else obj
+    if body is None:
+        out.problem(line_no, offset, "no body", f"the line has no {'.'.join(field)!r}")
+        return
+    acc = Accumulator(format=fmt)
+    try:
+        if type(body) is str:
+            acc.feed(body.encode("utf-8", "surrogatepass"))
+        elif type(body) is list:
+            for chunk in body:
+                acc.feed_chunk(chunk)
+        elif type(body) is dict:
+            acc.feed_chunk(body)
+        else:
+            out.problem(line_no, offset, "no body", f"{'.'.join(field)!r} is a {type(body).__name__}, "
+                                                    "not a body or a list of chunks")
+            return
+    except (TypeError, ValueError) as exc:
+        out.problem(line_no, offset, "unexpected shape", str(exc))
+        return
+    out.result(line_no, acc.finalize(), None)
+
+
+def _next_line(f: Any, x: int) -> int:
+    """Return the start of the first line that begins at or after x."""
+    size = os.fstat(f.fileno()).st_size
+    if x <= 0 or x >= size:
+        return min(max(x, 0), size)
+    pos = x - 1
+    f.seek(pos)
+    while True:
+        data = f.read(1 << 16)
+        if not data:
+            return size
+        nl = data.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+        pos += len(data)
+
+
+def _har(task: Task, reader: Any, out: _Collector) -> None:
+    """A HAR export: the event-stream responses of log.entries[].response.content."""
+    out.unit = "entry"
+    reads = _Reads(reader, 0, None)
+    chunks = []
+    while True:
+        data = reads.read(BLOCK)
+        if not data:
+            break
+        chunks.append(data)
+    data = b"".join(chunks)
+    del chunks
+    out.nbytes += len(data)
+    try:
+        har = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise Problem("not JSON", f"not a HAR file: {exc}") from None
+    del data
+    entries = _get(har, ("log", "entries"))
+    if type(entries) is not list:
+        raise Problem("not JSON", "not a HAR file: no log.entries")
+    fmt = task.format
+    for i, entry in enumerate(entries):
+        content = _get(entry, ("response", "content"))
+        if type(content) is not dict:
+            continue
+        mime = str(content.get("mimeType") or "").lower()
+        if not any(m in mime for m in _STREAM_MIME):
+            continue
+        text = content.get("text")
+        if type(text) is not str:
+            continue
+        if content.get("encoding") == "base64":
+            try:
+                body = base64.b64decode(text, validate=False)
+            except ValueError as exc:
+                out.problem(i, None, "not JSON", f"content.text is not base64 ({exc})")
+                continue
+        else:
+            body = text.encode("utf-8", "surrogatepass")
+        out.nbytes += len(body)
+        acc = Accumulator(format=fmt)
+        acc.feed(body)
+        out.result(i, acc.finalize(), 0)
+    out.span = len(entries)
+
+
+# -- the parent's side -------------------------------------------------------------------------
+
+class Summary:
+    """Counts over a whole batch."""
+
+    def __init__(self) -> None:
+        self.sources = 0
+        self.streams = 0
+        self.calls = 0
+        self.errors: Counter = Counter()
+        self.quirks: Counter = Counter()
+        self.incomplete = 0
+        self.bytes = 0        # bytes reassembled (decompressed)
+        self.bytes_read = 0   # bytes read from disk (as stored)
+        self.bytes_known = 0  # bytes of the sources met so far (for progress)
+
+    @property
+    def failed(self) -> bool:
+        """Tell whether any input, stream or call had an error."""
+        return bool(self.errors)
+
+
+class Batch:
+    """An ordered run over many sources; iterate for records (dicts), or ``chunks()`` for JSON lines.
+
+    ``summary`` holds the counts once the iteration is done; ``on_problem(source, unit, number,
+    offset, kind, message)`` is called for each problem, in order.
+    """
+
+    def __init__(self, sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
+                 jobs: int | None = 1, container: str = "auto",
+                 on_problem: Callable[..., None] | None = None,
+                 on_progress: Callable[[Summary], None] | None = None) -> None:
+        check_format(format)
+        if container not in CONTAINERS:
+            raise ValueError(f"unknown container {container!r}; known: {', '.join(CONTAINERS)}")
+        self._sources = [sources] if isinstance(sources, str) else list(sources)
+        self._format = format
+        self._field = tuple(field.split(".")) if field else None
+        self._jobs = max(1, jobs or os.cpu_count() or 1)
+        self._container = container
+        self._on_problem = on_problem
+        self._on_progress = on_progress
+        self.summary = Summary()
+
+    def __iter__(self) -> Iterator[dict]:
+        loads = orjson.loads
+        for chunk in self.chunks():
+            for line in chunk.splitlines():
+                yield loads(line)
+
+    # planning
+
+    def _kind(self, path: str) -> str:
+        if self._container != "auto":
+            return self._container
+        if inner_name(path).lower().endswith(".har"):
+            return "har"
+        if self._field is not None:
+            return "jsonl"
+        return "auto"
+
+    def _plan(self) -> Iterator[tuple[str, Any]]:
+        for path, problem in expand(self._sources):
+            self.summary.sources += 1
+            if problem is not None:
+                yield "problem", (path, problem)
+                continue
+            kind = self._kind(path)
+            if path == STDIN:
+                yield "local", Task(path, kind, self._format, None, self._field, 0, None, 0)
+                continue
+            try:
+                size = os.stat(path).st_size
+            except OSError as exc:
+                yield "problem", (path, Problem("unreadable", exc.strerror or str(exc)))
+                continue
+            self.summary.bytes_known += size
+            if size <= RANGE or kind == "har":
+                yield "task", Task(path, kind, self._format, None, self._field, 0, None, size)
+                continue
+            yield from self._ranges(path, kind, size)
+
+    def _ranges(self, path: str, kind: str, size: int) -> Iterator[tuple[str, Any]]:
+        """Cut a large plain file into range tasks (a compressed one stays whole)."""
+        whole = ("task", Task(path, kind, self._format, None, self._field, 0, None, size))
+        try:
+            with open(path, "rb") as f:
+                head = f.read(PROBE[-1])
+        except OSError:
+            yield whole  # the worker reports it
+            return
+        if sniff_compression(head) is not None:
+            yield whole
+            return
+        if kind == "auto":
+            if _HAR_HEAD.match(head):
+                yield whole
+                return
+            kind = "body"
+        split = None
+        if kind == "body":
+            fmt, framing = detect(head, self._format)
+            if fmt not in SPLITTABLE:
+                yield whole
+                return
+            split = f"{fmt}/{framing}"
+        for start in range(0, size, RANGE):
+            end = min(size, start + RANGE)
+            yield "task", Task(path, kind, self._format, split, self._field, start,
+                               None if end >= size else end, end - start)
+
+    # running
+
+    def _outcomes(self) -> Iterator[tuple[str, Outcome]]:
+        plan = self._plan()
+        ahead = []
+        if self._jobs > 1:  # a pool only pays when there are two tasks or more
+            for what, item in plan:
+                ahead.append((what, item))
+                if sum(w == "task" for w, _ in ahead) >= 2:
+                    break
+        if self._jobs == 1 or sum(w == "task" for w, _ in ahead) < 2:
+            for what, item in itertools.chain(ahead, plan):
+                yield self._resolve(what, item)
+            return
+        plan = itertools.chain(ahead, plan)
+        inflight = self._jobs * 3
+        with ProcessPoolExecutor(self._jobs) as pool:
+            pending: deque = deque()
+            try:
+                for what, item in plan:
+                    if what == "task":
+                        pending.append(("future", (item.source, pool.submit(run_task, item))))
+                    else:
+                        pending.append((what, item))
+                    while len(pending) >= inflight:
+                        yield self._resolve(*pending.popleft())
+                while pending:
+                    yield self._resolve(*pending.popleft())
+            except BaseException:
+                for what, item in pending:
+                    if what == "future":
+                        item[1].cancel()
+                raise
+
+    def _resolve(self, what: str, item: Any) -> tuple[str, Outcome]:
+        if what == "future":
+            source, future = item
+            return source, future.result()
+        if what in ("task", "local"):
+            return item.source, run_task(item)
+        path, problem = item
+        return path, Outcome(b"", 0, 0, 0, {problem.kind: 1}, {}, [(None, problem.position, problem.kind,
+                                                                    problem.message)], 0, 0, 0, 0, "stream")
+
+    def chunks(self) -> Iterator[bytes]:
+        """Yield the output, JSON lines in blocks, in the order of the sources."""
+        s = self.summary
+        base = 0
+        prefix = b""
+        for source, o in self._outcomes():
+            lines = o.lines
+            if type(lines) is not list:  # the first (or only) task of a source
+                base = 0
+                prefix = b'{"source":' + orjson.dumps(source) + b',"stream":'
+            s.streams += o.streams
+            s.calls += o.calls
+            s.errors.update(o.errors)
+            s.quirks.update(o.quirks)
+            s.incomplete += o.incomplete
+            s.bytes += o.nbytes
+            s.bytes_read += o.size
+            if self._on_problem is not None:
+                for stream, offset, kind, message in o.problems:
+                    self._on_problem(source, o.unit, None if stream is None else base + stream, offset, kind, message)
+                if o.more_problems:
+                    self._on_problem(source, o.unit, None, None, "more",
+                                     f"{o.more_problems} more problems not shown")
+            if type(lines) is list:
+                if lines:
+                    yield b"".join([prefix + str(base + n).encode() + b"," + tail[1:] for n, tail in lines])
+            elif lines:
+                yield lines
+            base += o.span
+            if self._on_progress is not None:
+                self._on_progress(s)
+
+
+def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
+                    jobs: int | None = 1, container: str = "auto",
+                    on_problem: Callable[..., None] | None = None) -> Batch:
+    """Reassemble the tool calls of many captured sources; iterate the result for one dict per call.
+
+    ``sources``: files, directories (walked recursively), glob patterns, or "-" for standard
+    input; compressed files (gzip, zstandard, bzip2, xz) are read decompressed. A source is one
+    response, several back to back (cut at each terminator), a JSONL log whose lines hold a
+    response at ``field`` (a dotted path), or a HAR file. ``jobs`` worker processes (None: one
+    per core) do the work; the records come in the same order whatever their number.
+    Each record: ``source``, ``stream``, ``choice``, ``index``, ``id``, ``name``, ``arguments``,
+    ``error``, ``quirks`` (and ``raw_arguments`` when the arguments did not parse). Problems
+    go to ``on_problem(source, unit, number, offset, kind, message)``; ``.summary`` counts all.
+    """
+    return Batch(sources, format=format, field=field, jobs=jobs, container=container, on_problem=on_problem)

@@ -1,0 +1,171 @@
+"""Fill in a schema's `default` values: planned once per tool, applied copy-on-write per call."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+__all__ = ["DefaultsPlan", "plan_defaults", "fill_defaults"]
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+# Keywords that make a schema more than a bare reference.
+_STRUCTURAL = {"properties", "items", "prefixItems", "allOf"}
+
+
+class DefaultsPlan:
+    """Where a schema has defaults: for objects, properties to fill and properties to descend into; for arrays, items."""
+
+    __slots__ = ("defaults", "children", "items", "prefix")
+
+    def __init__(self) -> None:
+        self.defaults: list[tuple[str, Any, bool]] = []        # (key, value, needs a copy)
+        self.children: list[tuple[str, DefaultsPlan]] = []     # properties whose values hold defaults deeper
+        self.items: DefaultsPlan | None = None                 # every array item (`items`)
+        self.prefix: list[tuple[int, DefaultsPlan]] = []       # positional items (`prefixItems`)
+
+    def empty(self) -> bool:
+        return not (self.defaults or self.children or self.items or self.prefix)
+
+
+class _Planner:
+    """Walk one tool's schema; follow local $ref and allOf, whose defaults always apply."""
+
+    def __init__(self, root: dict) -> None:
+        self.root = root
+        self.by_ref: dict[str, DefaultsPlan | None] = {}
+
+    def resolve(self, ref: str) -> Any:
+        # Only refs into the same document ("#/$defs/Address"); remote ones have no defaults we can see.
+        if not ref.startswith("#"):
+            return None
+        node: Any = self.root
+        for part in ref[1:].split("/")[1:] if ref != "#" else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return None
+        return node
+
+    def plan(self, schema: Any) -> DefaultsPlan | None:
+        if not isinstance(schema, dict):
+            return None
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and not schema.keys() & _STRUCTURAL:
+            return self.plan_ref(ref)
+        plan = DefaultsPlan()
+        self.merge(plan, schema)
+        return None if plan.empty() else plan
+
+    def plan_ref(self, ref: str) -> DefaultsPlan | None:
+        if ref in self.by_ref:
+            # Seen before, or a recursive schema meeting itself: share the one plan (cycles are fine,
+            # the data it is applied to is finite).
+            return self.by_ref[ref]
+        plan = self.by_ref[ref] = DefaultsPlan()
+        self.merge(plan, self.resolve(ref))
+        if plan.empty():
+            self.by_ref[ref] = None
+            return None
+        return plan
+
+    def merge(self, plan: DefaultsPlan, schema: Any) -> None:
+        if not isinstance(schema, dict):
+            return
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            sub = self.plan_ref(ref)
+            if sub is not None and sub is not plan:
+                _absorb(plan, sub)
+        for branch in schema.get("allOf", ()) if isinstance(schema.get("allOf"), list) else ():
+            self.merge(plan, branch)
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            seen = {key for key, _, _ in plan.defaults}
+            for key, sub in props.items():
+                if not isinstance(sub, dict):
+                    continue
+                if "default" in sub and key not in seen:
+                    value = sub["default"]
+                    plan.defaults.append((key, value, not isinstance(value, _IMMUTABLE)))
+                child = self.plan(sub)
+                if child is not None:
+                    plan.children.append((key, child))
+        items = schema.get("items")
+        if isinstance(items, dict):
+            child = self.plan(items)
+            if child is not None:
+                plan.items = child if plan.items is None else _combine(plan.items, child)
+        prefix = schema.get("prefixItems")
+        if isinstance(prefix, list):
+            plan.prefix.extend((i, child) for i, sub in enumerate(prefix) if (child := self.plan(sub)) is not None)
+        elif isinstance(items, list):
+            # Drafts before 2020-12 spell positional items as an `items` array.
+            plan.prefix.extend((i, child) for i, sub in enumerate(items) if (child := self.plan(sub)) is not None)
+
+
+def _absorb(plan: DefaultsPlan, other: DefaultsPlan) -> DefaultsPlan:
+    have = {key for key, _, _ in plan.defaults}
+    plan.defaults.extend(d for d in other.defaults if d[0] not in have)
+    plan.children.extend(other.children)
+    if other.items is not None:
+        plan.items = other.items if plan.items is None else _combine(plan.items, other.items)
+    plan.prefix.extend(other.prefix)
+    return plan
+
+
+def _combine(a: DefaultsPlan, b: DefaultsPlan) -> DefaultsPlan:
+    # A new plan: either may be shared through a $ref and must not change.
+    return _absorb(_absorb(DefaultsPlan(), a), b)
+
+
+def plan_defaults(schema: dict | None) -> DefaultsPlan | None:
+    """Return where schema has defaults (None when nowhere): properties, nested objects, array items."""
+    if not isinstance(schema, dict):
+        return None
+    return _Planner(schema).plan(schema)
+
+
+def fill_defaults(value: Any, plan: DefaultsPlan) -> Any:
+    """Return value with plan's defaults filled in; value itself when nothing is missing.
+
+    Only the dicts and lists on the way to a filled default are copied; value is never changed.
+    """
+    if type(value) is dict:
+        out = None
+        for key, default, mutable in plan.defaults:
+            if key not in value:
+                if out is None:
+                    out = dict(value)
+                out[key] = copy.deepcopy(default) if mutable else default
+        for key, child in plan.children:
+            current = value.get(key) if out is None else out.get(key)
+            if current is None:
+                continue
+            filled = fill_defaults(current, child)
+            if filled is not current:
+                if out is None:
+                    out = dict(value)
+                out[key] = filled
+        return value if out is None else out
+    if type(value) is list:
+        out_list = None
+        if plan.items is not None:
+            for i, item in enumerate(value):
+                filled = fill_defaults(item, plan.items)
+                if filled is not item:
+                    if out_list is None:
+                        out_list = list(value)
+                    out_list[i] = filled
+        for i, child in plan.prefix:
+            if i < len(value):
+                item = value[i] if out_list is None else out_list[i]
+                filled = fill_defaults(item, child)
+                if filled is not item:
+                    if out_list is None:
+                        out_list = list(value)
+                    out_list[i] = filled
+        return value if out_list is None else out_list
+    return value

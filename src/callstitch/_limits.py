@@ -1,0 +1,83 @@
+"""Limits that keep a hostile or broken stream from taking unbounded memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one stream may hold; each limit is a number, or None for no limit.
+
+    Going past a limit records a StreamError of kind "limit" naming the limit and the call or
+    event, drops only what is over it, and keeps everything else.
+    """
+
+    call_bytes: int | None = 64 * MiB
+    """Argument bytes of one call; the rest of that call's arguments are dropped."""
+    stream_bytes: int | None = 256 * MiB
+    """Argument and message-text bytes kept for the whole stream."""
+    calls: int | None = 4096
+    """Tool calls in one stream; fragments of further calls are dropped."""
+    choices: int | None = 128
+    """Choices in one stream; further choices are dropped."""
+    event_bytes: int | None = 64 * MiB
+    """Bytes of one SSE line or event, NDJSON line or event-stream message; a longer one is dropped
+    as it arrives, never held."""
+
+    def __post_init__(self) -> None:
+        for name in ("call_bytes", "stream_bytes", "calls", "choices", "event_bytes"):
+            value = getattr(self, name)
+            if value is not None and (type(value) is not int or value < 0):
+                raise ValueError(f"Limits.{name} must be a non-negative int or None, not {value!r}")
+
+
+DEFAULT_LIMITS = Limits()
+UNLIMITED = 1 << 62  # what None becomes inside the accumulators: a number no stream reaches
+
+
+def as_numbers(limits: Limits | None) -> tuple[int, int, int, int, int]:
+    """Return (call_bytes, stream_bytes, calls, choices, event_bytes) with None as UNLIMITED."""
+    if limits is None:
+        limits = DEFAULT_LIMITS
+    elif not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a callstitch.Limits, not {type(limits).__name__}")
+    return tuple(UNLIMITED if v is None else v for v in (  # type: ignore[return-value]
+        limits.call_bytes, limits.stream_bytes, limits.calls, limits.choices, limits.event_bytes))
+
+
+def describe(name: str, value: int) -> str:
+    """Return 'name (value)' with bytes shown in MiB where that reads better."""
+    shown = f"{value // MiB} MiB" if name.endswith("bytes") and value >= MiB and value % MiB == 0 else str(value)
+    return f"Limits.{name} ({shown})"
+
+
+def line_dropped(state: Any, limit: int, offset: int) -> None:
+    """Record that an over-long line was dropped."""
+    state.error("limit", f"{describe('event_bytes', limit)} exceeded by a line; the line is dropped", offset)
+
+
+def event_dropped(state: Any, limit: int, offset: int) -> None:
+    """Record that an over-long event (its data lines together) was dropped."""
+    state.error("limit", f"{describe('event_bytes', limit)} exceeded by an event; the event is dropped", offset)
+
+
+def call_cut(state: Any, limit: int, call_id: Any, name: Any) -> None:
+    """Record that a call's arguments were cut at the per-call limit."""
+    state.error("limit", f"{describe('call_bytes', limit)} exceeded by tool call {call_id!r} ({name!r}); "
+                         f"the rest of its arguments is dropped", None)
+
+
+def stream_full(state: Any, limit: int) -> None:
+    """Record that the stream's byte budget ran out."""
+    state.error("limit", f"{describe('stream_bytes', limit)} exceeded; further arguments and text are dropped",
+                None)
+
+
+def too_many(state: Any, name: str, limit: int) -> None:
+    """Record that a stream had more calls or choices than allowed."""
+    what = "tool calls" if name == "calls" else "choices"
+    state.error("limit", f"{describe(name, limit)} exceeded; fragments of further {what} are dropped", None)

@@ -1,0 +1,74 @@
+"""Write the message that goes back to the model as the tool result when a call cannot run."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import orjson
+
+from ._problems import Problem
+
+__all__ = ["retry_message", "MAX_CHARS", "MAX_PROBLEMS"]
+
+# The model reads this in its context: enough to fix the call, short enough not to crowd it out.
+MAX_CHARS = 600
+MAX_PROBLEMS = 4
+_LINE_CHARS = 180
+
+
+def _quote(name: str | None) -> str:
+    return orjson.dumps(name).decode() if name is not None else "(no name)"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def expected_shape(schema: dict | None) -> str | None:
+    """Return the top-level properties of a tool's schema as "a (required), b, c", or None."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return None
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    names = [f"{name} (required)" if name in required else name for name in schema["properties"]]
+    if not names:
+        return None
+    shown = ", ".join(names[:10])
+    return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+
+
+def retry_message(name: str | None, problems: Sequence[Problem], schema: dict | None = None) -> str:
+    """Return a short text telling the model what was wrong with its call and what is expected.
+
+    At most MAX_PROBLEMS problems are listed (then "and N more"), and the whole stays under
+    MAX_CHARS characters.
+    """
+    first = problems[0]
+    if first.kind == "unknown tool":
+        text = f"Error: the tool call was not run: {first.message}. Call one of the available tools instead."
+        return _clip(text, MAX_CHARS)
+    if first.path == "$" and first.kind in ("missing", "truncated", "malformed", "trailing data", "not an object"):
+        text = f"Error: the call to {_quote(name)} was not run: {first.message}."
+        shape = expected_shape(schema)
+        text += (f" Call it again with the complete arguments as one JSON object with the properties {shape}."
+                 if shape else " Call it again with the complete arguments as one JSON object.")
+        return _clip(text, MAX_CHARS)
+    head = f"Error: the call to {_quote(name)} was not run: its arguments do not match the tool's parameters."
+    tail = f"Correct the arguments and call {_quote(name)} again."
+    lines = [head]
+    used = len(head) + 1 + len(tail)
+    shown = 0
+    for problem in problems[:MAX_PROBLEMS]:
+        line = "- " + _clip(str(problem), _LINE_CHARS)
+        more = len(problems) - shown - 1
+        # Keep room for the "and N more" line, should this problem be the last one that fits.
+        reserve = len(f"\n- and {more} more problems") if more else 0
+        if used + 1 + len(line) + reserve > MAX_CHARS and shown:
+            break
+        lines.append(line)
+        used += 1 + len(line)
+        shown += 1
+    rest = len(problems) - shown
+    if rest:
+        lines.append(f"- and {rest} more problem{'s' if rest > 1 else ''}")
+    lines.append(tail)
+    return _clip("\n".join(lines), MAX_CHARS)

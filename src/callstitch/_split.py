@@ -1,0 +1,332 @@
+"""Find where one captured response ends and the next begins, in responses stored back to back.
+
+A splitter looks for each format's terminator with one compiled regex over the whole buffer
+(the search runs in C; Python only sees the few hits, about one per response), checks the
+hit's context (an SSE ``data:``/``event:`` line or a top-level JSON ``"type"``), and cuts at
+the end of the terminating event:
+
+=================  =================================================================
+openai-chat        ``data: [DONE]``
+openai-responses   ``response.completed`` / ``.failed`` / ``.incomplete``
+anthropic          ``message_stop``
+cohere             ``message-end``
+bedrock            ``messageStop``, and the ``metadata`` event that follows it
+ollama             a line whose top-level ``"done"`` is true
+gemini             the chunk with a ``finishReason`` (unless the next chunk carries the
+                   same ``responseId``), and wherever a new ``responseId`` begins
+=================  =================================================================
+
+``Splitter.scan(buf, pos, final)`` is all the machinery needs: it returns the cuts found in
+``buf[pos:]`` and how far the bytes certainly belong to the stream in progress, so a caller
+can feed those at once and keep only the rest (a few hundred bytes, or an unfinished
+terminating event) for the next read.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+
+import orjson
+
+from ._framing import EVENTSTREAM, NDJSON, SSE, parse_headers
+
+__all__ = ["Splitter", "HOLD"]
+
+# Bytes kept back at the end of a buffer with no hit, so a terminator cut by the read is seen whole.
+HOLD = 256
+
+_SSE_END = re.compile(rb"\r?\n\r?\n|\r\r")  # a blank line ends an SSE event
+_LINE_END = re.compile(rb"\r?\n|\r")
+_CONTENT = re.compile(rb"[^ \t\r\n]")
+_TYPE_CONTEXT = re.compile(rb'(?:"type"\s*:\s*"|[\r\n]event:[ ]?)$')
+_DONE_CONTEXT = re.compile(rb"[\r\n]data:[ ]?$")
+_BEDROCK_CONTEXT = re.compile(rb'(?:[\r\n]event:[ ]?|[\r\n](?:data:[ ]?)?\{\s*")$')
+_METADATA = re.compile(rb'(?:event:[ ]?metadata[\r\n]|(?:data:[ ]?)?\{\s*"metadata")')
+_ERROR_CONTEXT = re.compile(rb'[\r\n](?:event:[ ]?|data:[ ]?\{\s*")$')
+_DONE_LINE = re.compile(rb"data:[ ]?\[DONE\]")
+_RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
+
+_NEEDLES = {
+    # [DONE]; or an in-band error event, after which a server sends nothing more (but [DONE]).
+    # Each is searched alone: an alternation would cost the regex engine its fast literal scan.
+    "openai-chat": (re.compile(rb"\[DONE\]"), re.compile(rb'error(?=[\r\n]|"\s*:)')),
+    "openai-responses": re.compile(rb'response\.(?:completed|failed|incomplete)(?=["\r\n])'),
+    "anthropic": re.compile(rb'message_stop(?=["\r\n])'),
+    "cohere": re.compile(rb'message-end(?=["\r\n])'),
+    "bedrock": re.compile(rb'messageStop(?=["\r\n])'),
+    "ollama": re.compile(rb'"done"\s*:\s*true'),
+    "gemini": re.compile(rb'"finishReason"\s*:\s*"'),
+}
+_ES_STOP = re.compile(re.escape(b"\x0b:event-type\x07\x00\x0bmessageStop"))
+_ES_PRELUDE = 12
+_CONTEXT_WINDOW = 48
+
+SPLITTABLE = frozenset(_NEEDLES)
+
+
+def _line_start(buf: bytes, pos: int, floor: int) -> int:
+    """Return where the line holding pos starts (not before floor)."""
+    return max(buf.rfind(b"\n", floor, pos), buf.rfind(b"\r", floor, pos)) + 1 or floor
+
+
+def _data_payload(line: bytes) -> bytes:
+    line = line.strip(b" \t\r\n")
+    if line.startswith(b"data:"):
+        line = line[5:]
+    return line
+
+
+class Splitter:
+    """Cut a buffer of back-to-back responses of one format and framing into streams."""
+
+    def __init__(self, format: str, framing: str) -> None:
+        self.format = format
+        self.framing = framing
+        needle = _NEEDLES.get(format)
+        self._needle = needle
+        self._needles = needle if isinstance(needle, tuple) else (needle,)
+        self._end = _SSE_END if framing == SSE else _LINE_END
+        self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
+
+    @property
+    def splits(self) -> bool:
+        """Tell whether this splitter can cut at all (a known format and framing)."""
+        if self.framing == EVENTSTREAM:
+            return self.format in ("bedrock", "auto")
+        return self._needle is not None
+
+    def reset(self) -> None:
+        """Forget what the stream in progress was (called at a cut made from outside)."""
+        self._gemini_id = None
+
+    def scan(self, buf: bytes, pos: int, final: bool) -> tuple[list[int], int]:
+        """Return (cuts, safe): the cuts in buf[pos:], and the end of the bytes that may be fed now.
+
+        Every byte before ``safe`` belongs to the streams the cuts delimit (the last one still
+        open); bytes from ``safe`` on must be scanned again with what the next read brings.
+        With ``final`` the buffer is the end of the input, and ``safe`` is its length.
+        """
+        if self.framing == EVENTSTREAM:
+            return self._scan_eventstream(buf, pos, final)
+        if self._needle is None:
+            return [], len(buf)
+        cuts: list[int] = []
+        n = len(buf)
+        gemini = self.format == "gemini"
+        needles = self._needles
+        found: list = [False] * len(needles)  # the next hit of each needle (None: no more)
+        while True:
+            m = None
+            for i, rx in enumerate(needles):
+                hit = found[i]
+                if hit is False or hit is not None and hit.start() < pos:
+                    hit = found[i] = rx.search(buf, pos)
+                if hit is not None and (m is None or hit.start() < m.start()):
+                    m = hit
+            if m is None:
+                # Keep the last line back (a terminator may be cut by the read): the next
+                # scan then starts at a line start, where the context checks hold.
+                safe = n if final else _line_start(buf, max(pos, n - HOLD), pos)
+                if gemini:
+                    cut = self._gemini_new_id(buf, pos, safe)
+                    if cut is not None:
+                        cuts.append(cut)
+                        pos = cut
+                        continue
+                return cuts, safe
+            hit = m.start()
+            if not self._context_ok(buf, hit, pos):
+                pos = m.end()
+                continue
+            line_start = _line_start(buf, hit, pos)
+            e = self._end.search(buf, m.end())
+            if e is None:
+                if not final:
+                    return cuts, line_start
+                end = n
+            else:
+                end = e.end()
+            if gemini:
+                cut = self._gemini_new_id(buf, pos, line_start)
+                if cut is not None:
+                    cuts.append(cut)
+                    pos = cut
+                    continue
+            verdict = self._confirm(buf, line_start, end, final)
+            if verdict is None:  # more bytes are needed to decide
+                return cuts, line_start
+            ok, end = verdict
+            pos = end
+            if ok and (end < n or not final):
+                cuts.append(end)
+                self._gemini_id = None
+
+    # -- context and confirmation --------------------------------------------------------------
+
+    def _context_ok(self, buf: bytes, hit: int, floor: int) -> bool:
+        fmt = self.format
+        if fmt in ("ollama", "gemini"):
+            return True  # confirmed by parsing the line
+        lo = max(floor, hit - _CONTEXT_WINDOW)
+        before = buf[lo:hit]
+        if lo == floor:
+            before = b"\n" + before  # floor is always a line start (or a cut)
+        if fmt == "openai-chat":
+            if buf[hit] != 0x5B:  # not "[": an error event ("event: error", or data {"error": ...})
+                return _ERROR_CONTEXT.search(before) is not None
+            return _DONE_CONTEXT.search(before) is not None
+        if fmt == "bedrock":
+            return _BEDROCK_CONTEXT.search(before) is not None
+        return _TYPE_CONTEXT.search(before) is not None
+
+    def _confirm(self, buf: bytes, line_start: int, end: int, final: bool) -> tuple[bool, int] | None:
+        fmt = self.format
+        if fmt == "ollama":
+            obj = _parse_line(buf[line_start:end])
+            return (type(obj) is dict and obj.get("done") is True), end
+        if fmt == "gemini":
+            obj = _parse_line(buf[line_start:end])
+            if type(obj) is not dict or not _gemini_finished(obj):
+                return False, end
+            # A chunk after the finish that carries the same responseId still belongs to it.
+            nxt = _CONTENT.search(buf, end)
+            if nxt is None:
+                return (True, end) if final else None
+            e2 = self._end.search(buf, nxt.start())
+            if e2 is None and not final:
+                return None
+            following = buf[nxt.start():e2.end() if e2 else len(buf)]
+            same = obj.get("responseId")
+            m = _RESPONSE_ID.search(following)
+            if same is not None and m is not None and m.group(1) == same.encode("utf-8", "replace"):
+                return False, end
+            return True, end
+        if fmt == "openai-chat" and _DONE_LINE.match(buf, line_start) is None:
+            # An error event: a [DONE] right after it still belongs to this response.
+            nxt = _CONTENT.search(buf, end)
+            if nxt is None:
+                return (True, end) if final else None
+            if len(buf) - nxt.start() < 16 and not final:
+                return None
+            if _DONE_LINE.match(buf, nxt.start()):
+                e2 = self._end.search(buf, nxt.start())
+                return True, (e2.end() if e2 else len(buf))
+            return True, end
+        if fmt == "bedrock":
+            nxt = _CONTENT.search(buf, end)
+            if nxt is None:
+                return (True, end) if final else None
+            if len(buf) - nxt.start() < 32 and not final:
+                return None
+            if _METADATA.match(buf, nxt.start()):
+                e2 = self._end.search(buf, nxt.start())
+                if e2 is None:
+                    return (True, len(buf)) if final else None
+                return True, e2.end()
+            return True, end
+        return True, end
+
+    def _gemini_new_id(self, buf: bytes, pos: int, upto: int) -> int | None:
+        """Return where a chunk with a new responseId starts in buf[pos:upto], if one does."""
+        if upto <= pos:
+            return None
+        current = self._gemini_id
+        if current is None:
+            m = _RESPONSE_ID.search(buf, pos, upto)
+            if m is None:
+                return None
+            current = self._gemini_id = m.group(0)
+        # Common case, all C: every responseId key in the range is the current one.
+        if buf.count(b'"responseId"', pos, upto) == buf.count(current, pos, upto):
+            return None
+        for m in _RESPONSE_ID.finditer(buf, pos, upto):
+            if m.group(0) != current:
+                start = _event_start(buf, m.start(), pos, self.framing)
+                if start <= pos:
+                    self._gemini_id = m.group(0)
+                    continue
+                return start
+        return None
+
+    # -- the binary AWS event stream ---------------------------------------------------------
+
+    def _scan_eventstream(self, buf: bytes, pos: int, final: bool) -> tuple[list[int], int]:
+        cuts: list[int] = []
+        n = len(buf)
+        while True:
+            m = _ES_STOP.search(buf, pos)
+            if m is None:
+                return cuts, (n if final else max(pos, n - HOLD))
+            start = _message_start(buf, m.start(), pos)
+            if start is None:
+                pos = m.end()
+                continue
+            total = struct.unpack_from(">I", buf, start)[0]
+            end = start + total
+            if end > n:
+                return (cuts, start) if not final else (cuts, n)
+            # The metadata event that follows messageStop belongs to the same response.
+            if n - end < _ES_PRELUDE + 64 and not final:
+                return cuts, start
+            nxt = _message_at(buf, end)
+            if nxt is not None:
+                total2, headers = nxt
+                if headers.get(":event-type") == "metadata":
+                    if end + total2 > n and not final:
+                        return cuts, start
+                    end = min(n, end + total2)
+            if end < n:
+                cuts.append(end)
+            pos = end
+
+
+def _event_start(buf: bytes, pos: int, floor: int, framing: str) -> int:
+    if framing == SSE:
+        m = max(buf.rfind(b"\n\n", floor, pos), buf.rfind(b"\r\r", floor, pos))
+        return m + 2 if m >= 0 else floor
+    return _line_start(buf, pos, floor)
+
+
+def _parse_line(line: bytes):
+    try:
+        return orjson.loads(_data_payload(line))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _gemini_finished(obj: dict) -> bool:
+    candidates = obj.get("candidates")
+    if type(candidates) is not list:
+        return False
+    return any(type(c) is dict and isinstance(c.get("finishReason"), str) for c in candidates)
+
+
+def _prelude_ok(buf: bytes, p: int) -> bool:
+    total, headers = struct.unpack_from(">II", buf, p)
+    return 16 <= total and headers <= total - 16 and zlib.crc32(buf[p:p + 8]) == struct.unpack_from(">I", buf, p + 8)[0]
+
+
+def _message_start(buf: bytes, hit: int, floor: int) -> int | None:
+    """Return the start of the event-stream message whose headers hold the byte at hit."""
+    p = hit - _ES_PRELUDE
+    lowest = max(floor, hit - 1024)
+    while p >= lowest:
+        if buf[p] == 0 and _prelude_ok(buf, p):
+            headers_len = struct.unpack_from(">I", buf, p + 4)[0]
+            if hit < p + _ES_PRELUDE + headers_len:
+                return p
+        p -= 1
+    return None
+
+
+def _message_at(buf: bytes, p: int) -> tuple[int, dict] | None:
+    if len(buf) - p < _ES_PRELUDE or not _prelude_ok(buf, p):
+        return None
+    total, headers_len = struct.unpack_from(">II", buf, p)
+    raw = buf[p + _ES_PRELUDE:p + _ES_PRELUDE + headers_len]
+    try:
+        return total, parse_headers(raw)
+    except (ValueError, struct.error, UnicodeDecodeError, IndexError):
+        return total, {}

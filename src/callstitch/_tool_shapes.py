@@ -1,0 +1,168 @@
+"""Read the tool definitions of a request, in any provider's shape, into (name, JSON Schema) pairs."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, NamedTuple
+
+__all__ = ["ToolDef", "read_tools", "openapi_to_json_schema"]
+
+
+class ToolDef(NamedTuple):
+    """One function tool: its name, its parameters as JSON Schema (None when it has none), where it came from."""
+
+    name: str
+    schema: dict | None
+    strict: bool
+    where: str          # e.g. "tools[2]" or "tools[0].functionDeclarations[1]", for error messages
+    shape: str          # "openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "mapping", "builtin"
+
+
+# Gemini's `parameters` is OpenAPI 3.0's Schema object: uppercase type names, `nullable`.
+_OPENAPI_TYPES = {"STRING": "string", "NUMBER": "number", "INTEGER": "integer", "BOOLEAN": "boolean",
+                  "ARRAY": "array", "OBJECT": "object", "NULL": "null"}
+# Keys whose value is one subschema, a list of subschemas, or a mapping of name to subschema.
+_ONE = ("items", "additionalProperties", "not")
+_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
+_BY_NAME = ("properties", "patternProperties", "$defs", "definitions")
+
+
+def openapi_to_json_schema(schema: Any) -> Any:
+    """Return Gemini's OpenAPI-style schema as JSON Schema: lowercase types, `nullable` as a "null" type.
+
+    The input is left untouched; keys JSON Schema does not know (propertyOrdering, example) are
+    kept, since validators ignore unknown keywords.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    kind = out.get("type")
+    if isinstance(kind, str):
+        if kind.upper() == "TYPE_UNSPECIFIED":
+            del out["type"]
+        else:
+            out["type"] = _OPENAPI_TYPES.get(kind.upper(), kind)
+    elif isinstance(kind, list):
+        out["type"] = [_OPENAPI_TYPES.get(k.upper(), k) if isinstance(k, str) else k for k in kind]
+    if out.pop("nullable", False) is True:
+        kind = out.get("type")
+        if isinstance(kind, str) and kind != "null":
+            out["type"] = [kind, "null"]
+        elif isinstance(kind, list) and "null" not in kind:
+            out["type"] = [*kind, "null"]
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+    for key in _ONE:
+        if isinstance(out.get(key), dict):
+            out[key] = openapi_to_json_schema(out[key])
+    for key in _MANY:
+        if isinstance(out.get(key), list):
+            out[key] = [openapi_to_json_schema(s) for s in out[key]]
+    for key in _BY_NAME:
+        if isinstance(out.get(key), dict):
+            out[key] = {k: openapi_to_json_schema(s) for k, s in out[key].items()}
+    return out
+
+
+def _plain(obj: Any) -> Any:
+    # SDK objects (openai, anthropic, google-genai types) are pydantic models: read them as dicts.
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump) and not isinstance(obj, dict):
+        try:
+            return dump(exclude_none=True, by_alias=True)
+        except TypeError:
+            return dump()
+    return obj
+
+
+def _schema(value: Any, where: str) -> dict | None:
+    value = _plain(value)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        # A boolean schema is valid JSON Schema: true allows anything, false nothing.
+        return {} if value else {"not": {}}
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: the parameters schema must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{where}: a function tool needs a non-empty string name, got {value!r}")
+    return value
+
+
+def _gemini(tool: dict, where: str) -> Iterable[ToolDef]:
+    decls = tool.get("functionDeclarations", tool.get("function_declarations"))
+    if not isinstance(decls, list):
+        raise ValueError(f"{where}: functionDeclarations must be a list, got {type(decls).__name__}")
+    for i, decl in enumerate(decls):
+        decl = _plain(decl)
+        at = f"{where}.functionDeclarations[{i}]"
+        if not isinstance(decl, dict):
+            raise ValueError(f"{at}: a function declaration must be an object, got {type(decl).__name__}")
+        name = _name(decl.get("name"), at)
+        raw = decl.get("parametersJsonSchema", decl.get("parameters_json_schema"))
+        if raw is not None:
+            yield ToolDef(name, _schema(raw, at), False, at, "gemini")
+        else:
+            yield ToolDef(name, _schema(openapi_to_json_schema(_plain(decl.get("parameters"))), at), False, at,
+                          "gemini")
+
+
+def _one(tool: Any, where: str) -> Iterable[ToolDef]:
+    tool = _plain(tool)
+    if not isinstance(tool, dict):
+        raise ValueError(f"{where}: a tool definition must be an object, got {type(tool).__name__}")
+    kind = tool.get("type")
+    function = tool.get("function")
+    if isinstance(function, dict) and kind in (None, "function"):
+        yield ToolDef(_name(function.get("name"), where), _schema(function.get("parameters"), where),
+                      function.get("strict") is True, where, "openai-chat")
+    elif "input_schema" in tool:
+        yield ToolDef(_name(tool.get("name"), where), _schema(tool["input_schema"], where), tool.get("strict") is True,
+                      where, "anthropic")
+    elif kind == "function":
+        yield ToolDef(_name(tool.get("name"), where), _schema(tool.get("parameters"), where),
+                      tool.get("strict") is True, where, "openai-responses")
+    elif "functionDeclarations" in tool or "function_declarations" in tool:
+        yield from _gemini(tool, where)
+    elif "toolSpec" in tool:
+        spec = _plain(tool["toolSpec"])
+        at = f"{where}.toolSpec"
+        if not isinstance(spec, dict):
+            raise ValueError(f"{at}: must be an object, got {type(spec).__name__}")
+        schema = spec.get("inputSchema")
+        if isinstance(schema, dict) and "json" in schema:
+            schema = schema["json"]
+        yield ToolDef(_name(spec.get("name"), at), _schema(schema, at), spec.get("strict") is True, at, "bedrock")
+    elif isinstance(kind, str) and kind != "custom" and isinstance(tool.get("name"), str) and tool.get("name"):
+        # A provider's built-in tool the client runs under a name (Anthropic's bash_20250124,
+        # text_editor_…, computer_…): its calls arrive as ordinary calls, with the provider's own schema.
+        yield ToolDef(tool["name"], None, False, where, "builtin")
+    elif kind is not None or tool.keys() & {"googleSearch", "google_search", "codeExecution", "code_execution",
+                                            "googleSearchRetrieval", "urlContext", "retrieval", "cachePoint",
+                                            "systemTool"}:
+        return  # a server-side tool (web search, code execution, …) or a cache marker: never a client call
+    else:
+        raise ValueError(f"{where}: not a tool definition callstitch can read (keys: {', '.join(map(str, tool))})")
+
+
+def read_tools(tools: Any) -> list[ToolDef]:
+    """Return the function tools in tools, in order.
+
+    tools is a request's ``tools`` list in any provider's shape, a Bedrock ``toolConfig`` (or any
+    object with a ``tools`` list), or a plain ``{name: schema}`` mapping.
+    """
+    tools = _plain(tools)
+    if isinstance(tools, dict):
+        if isinstance(tools.get("tools"), list):
+            return read_tools(tools["tools"])
+        if "functionDeclarations" in tools or "function_declarations" in tools:
+            return list(_gemini(tools, "tools"))
+        return [ToolDef(_name(name, f"tools[{name!r}]"), _schema(schema, f"tools[{name!r}]"), False,
+                        f"tools[{name!r}]", "mapping") for name, schema in tools.items()]
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+        raise ValueError(f"tools must be a list of tool definitions or a {{name: schema}} mapping, "
+                         f"got {type(tools).__name__}")
+    return [d for i, tool in enumerate(tools) for d in _one(tool, f"tools[{i}]")]

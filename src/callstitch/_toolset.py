@@ -1,0 +1,171 @@
+"""Check reassembled calls against the tools that were offered: allowlist, JSON Schema, defaults, retry text."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterable
+
+from ._defaults import DefaultsPlan, fill_defaults, plan_defaults
+from ._problems import Problem, bad_arguments, schema_problems, unknown_tool
+from ._results import Result, ToolCall
+from ._retry import retry_message
+from ._tool_shapes import ToolDef, read_tools
+
+__all__ = ["Toolset", "Verdict", "Problem"]
+
+_EXTRA = "pip install 'callstitch[validate]'"
+# Schemas that accept any JSON object: checking them needs no validator (and no jsonschema-rs).
+_ANNOTATIONS = {"type", "properties", "required", "description", "title", "$schema"}
+
+
+class Verdict:
+    """What Toolset.check() found for one call.
+
+    ``ok`` — the call may run. ``arguments`` — when ok, the call's arguments with the schema's
+    defaults filled in (a new object only where something was filled; the call's own arguments are
+    never changed); when not ok, the call's arguments as received (None when they did not parse).
+    ``problems`` — a tuple of Problem, empty when ok. ``retry_message`` — None when ok, else text
+    to send back to the model as the tool result. ``call`` — the ToolCall checked.
+    """
+
+    __slots__ = ("ok", "call", "arguments", "problems", "retry_message")
+
+    def __init__(self, call: ToolCall, ok: bool, arguments: Any, problems: tuple[Problem, ...],
+                 retry_message: str | None) -> None:
+        self.call = call
+        self.ok = ok
+        self.arguments = arguments
+        self.problems = problems
+        self.retry_message = retry_message
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        if self.ok:
+            return f"Verdict(ok=True, name={self.call.name!r}, arguments={self.arguments!r})"
+        return f"Verdict(ok=False, name={self.call.name!r}, problems={[str(p) for p in self.problems]!r})"
+
+
+class _Tool:
+    """One offered tool, ready to check calls: its compiled validator and where its defaults are."""
+
+    __slots__ = ("name", "schema", "strict", "validator", "defaults")
+
+    def __init__(self, name: str, schema: dict | None, strict: bool, validator: Any,
+                 defaults: DefaultsPlan | None) -> None:
+        self.name = name
+        self.schema = schema
+        self.strict = strict
+        self.validator = validator
+        self.defaults = defaults
+
+
+def _accepts_any_object(schema: dict | None) -> bool:
+    if schema is None:
+        return True
+    return (schema.keys() <= _ANNOTATIONS and schema.get("type", "object") == "object"
+            and not schema.get("properties") and not schema.get("required"))
+
+
+def _jsonschema_rs(tool: ToolDef) -> Any:
+    try:
+        return importlib.import_module("jsonschema_rs")
+    except ImportError as exc:
+        raise ImportError(
+            f"callstitch.Toolset: tool {tool.name!r} ({tool.where}) has a parameters schema, and checking "
+            f"calls against it needs jsonschema-rs: {_EXTRA}") from exc
+
+
+def _compile(jsonschema_rs: Any, tool: ToolDef) -> Any:
+    # The draft comes from the schema's $schema, Draft 2020-12 when it has none. Offline: a request's
+    # tool list must never make the gateway fetch a remote $ref.
+    try:
+        try:
+            return jsonschema_rs.validator_for(tool.schema, offline=True)
+        except TypeError:  # jsonschema-rs before `offline`
+            return jsonschema_rs.validator_for(tool.schema)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{tool.where}: tool {tool.name!r} has parameters that are not a usable JSON Schema: "
+                         f"{reason}") from None
+
+
+class Toolset:
+    """The tools a request offered, ready to check the calls a model makes.
+
+    tools is the request's ``tools`` in any provider's shape (OpenAI chat or Responses,
+    Anthropic, Gemini, Bedrock ``toolConfig``), or a plain ``{name: schema}`` mapping. Non-function
+    tools (web search, code execution, …) are ignored; a name given twice raises ValueError.
+    Validators are compiled here, once, and reused by every check.
+    """
+
+    __slots__ = ("_tools", "_names")
+
+    def __init__(self, tools: Any) -> None:
+        defs = read_tools(tools)
+        seen: dict[str, ToolDef] = {}
+        for tool in defs:
+            if tool.name in seen:
+                raise ValueError(f"duplicate tool name {tool.name!r}: defined at {seen[tool.name].where} "
+                                 f"and again at {tool.where}")
+            seen[tool.name] = tool
+        self._tools: dict[str, _Tool] = {}
+        for tool in defs:
+            validator = None
+            if not _accepts_any_object(tool.schema):
+                validator = _compile(_jsonschema_rs(tool), tool)
+            self._tools[tool.name] = _Tool(tool.name, tool.schema, tool.strict, validator,
+                                           plan_defaults(tool.schema))
+        self._names = tuple(self._tools)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Return the names of the function tools, in the order they were given."""
+        return self._names
+
+    def schema(self, name: str) -> dict | None:
+        """Return the named tool's parameters as JSON Schema (Gemini's normalised), or None when it has none."""
+        return self._tools[name].schema
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"Toolset({list(self._names)!r})"
+
+    def check(self, call: ToolCall) -> Verdict:
+        """Return the verdict on one call: may it run, with what arguments, and if not, why."""
+        tool = self._tools.get(call.name)  # type: ignore[arg-type]
+        arguments = call.arguments
+        if tool is not None and isinstance(arguments, dict):
+            validator = tool.validator
+            # The fast path: a valid call costs a lookup, one is_valid() and, only for tools that
+            # have defaults, the copy-on-write fill.
+            if validator is None or validator.is_valid(arguments):
+                if tool.defaults is not None:
+                    arguments = fill_defaults(arguments, tool.defaults)
+                return Verdict(call, True, arguments, (), None)
+        return self._explain(call, tool)
+
+    def check_all(self, calls: Result | Iterable[ToolCall]) -> list[Verdict]:
+        """Return the verdicts on every call of a Result (or any iterable of calls), in call order."""
+        items = calls.tool_calls if isinstance(calls, Result) else calls
+        check = self.check
+        return [check(call) for call in items]
+
+    def _explain(self, call: ToolCall, tool: _Tool | None) -> Verdict:
+        # The slow path, for calls that cannot run: say everything that is wrong.
+        if tool is None:
+            problems = [unknown_tool(call.name, self._names)]
+        elif not isinstance(call.arguments, dict):
+            problems = [bad_arguments(call)]
+        else:
+            problems = schema_problems(tool.validator.iter_errors(call.arguments), tool.schema or {})
+            if not problems:  # is_valid and iter_errors disagreeing would be a validator bug; never run it
+                problems = [Problem("$", "invalid", "the arguments do not match the tool's parameters")]
+        return Verdict(call, False, call.arguments, tuple(problems),
+                       retry_message(call.name, problems, tool.schema if tool is not None else None))
