@@ -122,7 +122,7 @@ def main() -> None:
         ("valid typical call (fast path)", "create_order", FULL),
         ("valid, 3 defaults filled (1 nested)", "create_order", WITH_DEFAULTS),
         ("tool without a schema", "list_orders", {}),
-        ("invalid: 6 problems + retry message", "create_order", INVALID),
+        ("invalid: 5 problems + retry message", "create_order", INVALID),
     ]
     for _, name, arguments in cases:  # check the checker before timing it
         verdict = toolset.check(make_call(name, arguments, 0))

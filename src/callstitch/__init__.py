@@ -2,6 +2,7 @@
 
 from ._accumulator import IMPLEMENTATION, Accumulator
 from ._api import make_reassemble
+from ._limits import Limits
 from ._batch import reassemble_many
 from ._results import ArgumentsError, Choice, Result, StreamError, ToolCall
 from ._tee import atee, tee

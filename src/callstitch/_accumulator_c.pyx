@@ -1014,7 +1014,7 @@ cdef class Accumulator:
         if continues:
             grow = n - size
         elif cumulative is not None and len(cumulative) > 1:
-            prefix = b"".join([buf[:k] for k in cumulative[:-1]])  # the text as sent, rebuilt
+            prefix = b"".join([buf[:k] for k in cumulative[:len(cumulative) - 1]])  # the text as sent, rebuilt
             grow = len(prefix) + n
         else:
             grow = n

@@ -35,8 +35,12 @@ from ._split import SPLITTABLE, Splitter
 __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
 
 BLOCK = 4 << 20          # one read
-RANGE = 32 << 20         # a large plain file is cut into tasks of about this many bytes
-LOOKBACK = 1 << 20       # a range task starts scanning this far before its start
+# A large plain file is cut into tasks of about this many bytes, whatever the number of workers,
+# so -j N writes what -j 1 writes. (The variable is for tests and tuning. The cuts do not depend
+# on it, except that a terminating event longer than LOOKBACK lying across a task boundary is
+# not seen as one there.)
+RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 32 << 20))
+LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
 PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
 MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
 CONTAINERS = ("auto", "body", "jsonl", "har")
@@ -50,7 +54,7 @@ class Task(NamedTuple):
     """One unit of work; plain values, cheap to pickle."""
 
     source: str
-    kind: str            # "body", "jsonl", "har" or "auto" (decided after opening)
+    kind: str            # "body", "jsonl", "har", or "auto"/"auto-jsonl" (decided after opening)
     format: str          # the user's format ("auto" or a name)
     split: str | None    # body ranges: the format and framing the splitter uses ("fmt/framing")
     field: tuple[str, ...] | None
@@ -80,7 +84,7 @@ class _Collector:
     """Gathers one task's records and counts."""
 
     def __init__(self, source: str, absolute: bool) -> None:
-        self.prefix = (b'{"source":' + orjson.dumps(source) + b',"stream":') if absolute else None
+        self.prefix = (b'{"source":' + orjson.dumps(_shown(source)) + b',"stream":') if absolute else None
         self.parts: list = []
         self.span = 0
         self.streams = 0
@@ -135,6 +139,11 @@ class _Collector:
                        self.problems, self.more, self.incomplete, self.nbytes, size, self.unit)
 
 
+def _shown(source: str) -> str:
+    """Return the name a source goes by in records and reports."""
+    return "<stdin>" if source == STDIN else source
+
+
 def _json_line(record: dict) -> bytes:
     import json
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8",
@@ -169,10 +178,10 @@ def run_task(task: Task) -> Outcome:
         return out.outcome(task.size)
     try:
         kind = task.kind
-        if kind == "auto":
+        if kind.startswith("auto"):  # "auto-jsonl" with a --field: a log unless it is a HAR file
             head = _peek(reader)
             reader = _Prefixed(head, reader)
-            kind = "har" if _HAR_HEAD.match(head) else "body"
+            kind = "har" if _HAR_HEAD.match(head) else "jsonl" if kind == "auto-jsonl" else "body"
         if kind == "har":
             _har(task, reader, out)
         elif kind == "jsonl":
@@ -282,7 +291,8 @@ def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> in
     lo = max(0, x - LOOKBACK)
     f.seek(lo)
     splitter = make()
-    data = f.read(BLOCK + (x - lo))
+    step = 1 << 18  # the cut is usually within a response's length of x: read little at a time
+    data = f.read(x - lo + step)
     if lo and framing != EVENTSTREAM:
         nl = data.find(b"\n")
         skip = nl + 1 if nl >= 0 else 0
@@ -300,7 +310,7 @@ def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> in
             return size
         tail = buf[safe:]
         base += safe
-        data = f.read(max(BLOCK, len(tail)))
+        data = f.read(max(step, len(tail)))
 
 
 def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: str, out: _Collector) -> None:
@@ -308,11 +318,32 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
     tail = b""
     base = start      # source offset of buf[0]
     acc = None
-    acc_start = 0
+    acc_start = 0     # source offset of the stream's first byte
     stream = 0
     content = _CONTENT.search
     scan = splitter.scan
     data = head or reads.read(BLOCK)
+
+    def finish(buf: bytes | None, c: int) -> None:
+        nonlocal stream
+        result = acc.finalize()
+        lo = acc_start - base
+        if buf is not None and lo >= 0 and any(e.kind == "in-band error" for e in result.errors):
+            inner = splitter.error_cuts(buf[lo:c])
+            if inner:  # the stream held two responses: one ended by an error, without [DONE]
+                p = 0
+                for cut in inner + [c - lo]:
+                    m = content(buf, lo + p, lo + cut)
+                    if m is not None:
+                        one = Accumulator(format=fmt)
+                        one.feed(buf[m.start():lo + cut])
+                        out.result(stream, one.finalize(), base + m.start())
+                        stream += 1
+                    p = cut
+                return
+        out.result(stream, result, acc_start)
+        stream += 1
+
     while True:
         final = not data
         buf = tail + data if tail else data
@@ -330,8 +361,7 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
             elif c > p:
                 acc.feed(mv[p:c])
             if acc is not None:
-                out.result(stream, acc.finalize(), acc_start)
-                stream += 1
+                finish(buf, c)
                 acc = None
             p = c
         if safe > p:
@@ -345,6 +375,9 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
                 acc.feed(mv[p:safe])
         mv.release()
         if final:
+            if acc is not None:
+                finish(buf, len(buf))
+                acc = None
             break
         tail = buf[safe:]
         base += safe
@@ -352,18 +385,14 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
             data = reads.read(max(BLOCK, len(tail)))
         except Problem as exc:
             out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
-            data = b""
-            final_tail = tail
-            tail = b""
-            if acc is not None or _CONTENT.search(final_tail):
+            if acc is not None or content(tail):
                 if acc is None:
                     acc = Accumulator(format=fmt)
                     acc_start = base
-                acc.feed(final_tail)
+                acc.feed(tail)
+                finish(None, 0)
+                acc = None
             break
-    if acc is not None:
-        out.result(stream, acc.finalize(), acc_start)
-        stream += 1
     out.span = stream
 
 
@@ -579,9 +608,7 @@ class Batch:
             return self._container
         if inner_name(path).lower().endswith(".har"):
             return "har"
-        if self._field is not None:
-            return "jsonl"
-        return "auto"
+        return "auto-jsonl" if self._field is not None else "auto"
 
     def _plan(self) -> Iterator[tuple[str, Any]]:
         for path, problem in expand(self._sources):
@@ -616,11 +643,11 @@ class Batch:
         if sniff_compression(head) is not None:
             yield whole
             return
-        if kind == "auto":
+        if kind.startswith("auto"):
             if _HAR_HEAD.match(head):
                 yield whole
                 return
-            kind = "body"
+            kind = "jsonl" if kind == "auto-jsonl" else "body"
         split = None
         if kind == "body":
             fmt, framing = detect(head, self._format)
@@ -683,6 +710,7 @@ class Batch:
         base = 0
         prefix = b""
         for source, o in self._outcomes():
+            source = _shown(source)
             lines = o.lines
             if type(lines) is not list:  # the first (or only) task of a source
                 base = 0

@@ -13,7 +13,7 @@ _STRUCTURAL = {"properties", "items", "prefixItems", "allOf"}
 
 
 class DefaultsPlan:
-    """Where a schema has defaults: for objects, properties to fill and properties to descend into; for arrays, items."""
+    """Where a schema has defaults: properties to fill and to descend into (objects), items (arrays)."""
 
     __slots__ = ("defaults", "children", "items", "prefix")
 

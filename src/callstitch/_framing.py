@@ -10,6 +10,8 @@ import struct
 import zlib
 from typing import Any
 
+from ._limits import line_dropped
+
 SSE, NDJSON, EVENTSTREAM = "sse", "ndjson", "eventstream"
 
 _BOM = b"\xef\xbb\xbf"
@@ -40,11 +42,13 @@ def choose(head: bytes, final: bool = False) -> str | None:
 class NDJSONFramer:
     """One JSON document per line (Ollama's native API, gateway logs)."""
 
-    def __init__(self, acc: Any) -> None:
+    def __init__(self, acc: Any, state: Any) -> None:
         self._acc = acc
+        self._state = state
         self._tail = b""
         self._offset = 0
         self._started = False
+        self._skipping = False  # dropping the rest of an over-long line
 
     def feed(self, data: bytes) -> None:
         """Take more bytes; hand over every complete line."""
@@ -58,6 +62,14 @@ class NDJSONFramer:
             if data.startswith(_BOM):
                 data = data[3:]
                 self._offset = 3
+        if self._skipping:
+            end = data.find(b"\n")
+            if end < 0:
+                self._offset += len(data)
+                return
+            self._skipping = False
+            self._offset += end + 1
+            data = data[end + 1:]
         buf = self._tail + data if self._tail else data
         lines = buf.split(b"\n")
         self._tail = lines.pop()
@@ -66,9 +78,17 @@ class NDJSONFramer:
             self._line(line, pos)
             pos += len(line) + 1
         self._offset = pos
+        if len(self._tail) > self._state.event_limit:
+            # A line over Limits.event_bytes is dropped as it arrives, never held.
+            line_dropped(self._state, self._state.event_limit, self._offset)
+            self._offset += len(self._tail)
+            self._tail = b""
+            self._skipping = True
 
     def _line(self, line: bytes, pos: int) -> None:
-        if line.strip(_WHITESPACE):
+        if len(line) > self._state.event_limit:
+            line_dropped(self._state, self._state.event_limit, pos)
+        elif line.strip(_WHITESPACE):
             self._acc._event(None, line, pos)
 
     def end(self) -> None:
@@ -92,9 +112,18 @@ class EventStreamFramer:
         self._buf = bytearray()
         self._offset = 0  # stream offset of _buf[0]
         self._skipped_from: int | None = None  # where bytes began to be skipped after a damaged prelude
+        self._drop = 0  # bytes still to drop of a message over Limits.event_bytes
 
     def feed(self, data: bytes) -> None:
         """Take more bytes; hand over every complete message."""
+        if self._drop:
+            if len(data) <= self._drop:
+                self._drop -= len(data)
+                self._offset += len(data)
+                return
+            self._offset += self._drop
+            data = data[self._drop:]
+            self._drop = 0
         buf = self._buf
         buf += data
         pos = 0
@@ -107,6 +136,16 @@ class EventStreamFramer:
                 pos = self._resync(buf, pos + 1)
                 continue
             self._report_skipped(self._offset + pos)
+            if total > self._state.event_limit:
+                # A message over Limits.event_bytes is dropped as it arrives, never held.
+                line_dropped(self._state, self._state.event_limit, self._offset + pos, "message")
+                available = len(buf) - pos
+                if available < total:
+                    self._drop = total - available
+                    pos = len(buf)
+                    break
+                pos += total
+                continue
             if len(buf) - pos < total:
                 break
             message = bytes(buf[pos:pos + total])
@@ -155,6 +194,8 @@ class EventStreamFramer:
             self._offset += len(self._buf)
             del self._buf[:]
             self._report_skipped(self._offset)
+        if self._drop:
+            self._drop = 0
         if self._buf:
             self._state.error("malformed chunk", f"event stream ends inside a message ({len(self._buf)} bytes)",
                               self._offset, bytes(self._buf[:200]))
@@ -197,7 +238,7 @@ def parse_headers(data: bytes) -> dict[str, Any]:
 
 def make_framer(kind: str, acc: Any, state: Any) -> Any:
     """Return the framer object for a framing other than SSE."""
-    return NDJSONFramer(acc) if kind == NDJSON else EventStreamFramer(acc, state)
+    return NDJSONFramer(acc, state) if kind == NDJSON else EventStreamFramer(acc, state)
 
 
 def route(acc: Any, state: Any, data: bytes) -> bytes | None:

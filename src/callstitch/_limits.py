@@ -55,9 +55,9 @@ def describe(name: str, value: int) -> str:
     return f"Limits.{name} ({shown})"
 
 
-def line_dropped(state: Any, limit: int, offset: int) -> None:
-    """Record that an over-long line was dropped."""
-    state.error("limit", f"{describe('event_bytes', limit)} exceeded by a line; the line is dropped", offset)
+def line_dropped(state: Any, limit: int, offset: int, what: str = "line") -> None:
+    """Record that an over-long line (or event-stream message) was dropped."""
+    state.error("limit", f"{describe('event_bytes', limit)} exceeded by a {what}; the {what} is dropped", offset)
 
 
 def event_dropped(state: Any, limit: int, offset: int) -> None:

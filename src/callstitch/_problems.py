@@ -71,9 +71,18 @@ def show(value: Any) -> str:
     return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS - 1] + "…"
 
 
-def _names(names: Sequence[Any], limit: int = _LIST_ITEMS) -> str:
-    shown = ", ".join(_quote(n) if isinstance(n, str) else show(n) for n in names[:limit])
-    return shown + (f" (and {len(names) - limit} more)" if len(names) > limit else "")
+def _names(names: Sequence[Any], limit: int = _LIST_ITEMS, chars: int = 200) -> str:
+    """Return names quoted and comma-separated: at most limit of them, in about chars characters."""
+    shown: list[str] = []
+    used = 0
+    for n in names[:limit]:
+        text = _quote(n) if isinstance(n, str) else show(n)
+        if shown and used + len(text) + 2 > chars:
+            break
+        shown.append(text)
+        used += len(text) + 2
+    rest = len(names) - len(shown)
+    return ", ".join(shown) + (f" (and {rest} more)" if rest else "")
 
 
 _A_TYPE = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
@@ -112,7 +121,7 @@ def unknown_tool(name: str | None, known: Sequence[str]) -> Problem:
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if name else []
     if close:
         parts.append(f"Did you mean {_quote(close[0])}?")
-    parts.append(f"The available tools are {_names(list(known), 20)}" if known else "No tools were offered")
+    parts.append(f"The available tools are {_names(list(known), 30, 400)}" if known else "No tools were offered")
     return Problem("$", "unknown tool", parts[0] + ". " + " ".join(parts[1:]))
 
 
@@ -164,7 +173,8 @@ def _at(schema: Any, schema_path: Sequence[Any]) -> Any:
 
 def _kind_name(kind: Any) -> str:
     # jsonschema-rs names its error kinds after the keyword: Type, Required, AdditionalProperties…
-    name = type(kind).__name__
+    # (before 0.50: ValidationErrorKind_Type, …)
+    name = type(kind).__name__.removeprefix("ValidationErrorKind_")
     return {"Constant": "const", "OneOfNotValid": "oneOf", "OneOfMultipleValid": "oneOf",
             "FalseSchema": "false schema", "Referencing": "$ref", "FromUtf8": "contentEncoding",
             "BacktrackLimitExceeded": "pattern", "RegexEngineFailure": "pattern"}.get(
@@ -175,7 +185,7 @@ def _branch_types(kind: Any, path: list) -> list[str] | None:
     # anyOf/oneOf over plain types (e.g. Optional[int] → [integer, null]): name the types.
     types: list[str] = []
     for branch in getattr(kind, "context", None) or ():
-        found = [e for e in branch if list(e.instance_path) == path and type(e.kind).__name__ == "Type"]
+        found = [e for e in branch if list(e.instance_path) == path and _kind_name(e.kind) == "type"]
         if not found:
             return None
         types.extend(t for t in found[0].kind.types if t not in types)
@@ -219,7 +229,7 @@ def _describe(name: str, kind: Any, parts: list, path: str, value: Any, node: An
         return [Problem(path, "const", f"must be exactly {show(kind.expected_value)}, got {show(value)}")]
     if name in ("anyOf", "oneOf"):
         types = _branch_types(kind, parts)
-        if name == "oneOf" and type(kind).__name__ == "OneOfMultipleValid":
+        if type(kind).__name__.endswith("OneOfMultipleValid"):
             return [Problem(path, name, f"{show(value)} matches more than one of the allowed forms; "
                                         "it must match exactly one")]
         if types:

@@ -50,8 +50,7 @@ _RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
 
 _NEEDLES = {
     # [DONE]; or an in-band error event, after which a server sends nothing more (but [DONE]).
-    # Each is searched alone: an alternation would cost the regex engine its fast literal scan.
-    "openai-chat": (re.compile(rb"\[DONE\]"), re.compile(rb'error(?=[\r\n]|"\s*:)')),
+    "openai-chat": re.compile(rb"\[DONE\]"),
     "openai-responses": re.compile(rb'response\.(?:completed|failed|incomplete)(?=["\r\n])'),
     "anthropic": re.compile(rb'message_stop(?=["\r\n])'),
     "cohere": re.compile(rb'message-end(?=["\r\n])'),
@@ -59,6 +58,10 @@ _NEEDLES = {
     "ollama": re.compile(rb'"done"\s*:\s*true'),
     "gemini": re.compile(rb'"finishReason"\s*:\s*"'),
 }
+# An in-band error event also ends an OpenAI-style response (with or without a [DONE] after it).
+# Searching for it everywhere would double the cost of the scan, so it is looked for only inside
+# a stream that turned out to hold an in-band error (see Splitter.error_cuts).
+_OPENAI_ERROR = re.compile(rb'error(?=[\r\n]|"\s*:)')
 _ES_STOP = re.compile(re.escape(b"\x0b:event-type\x07\x00\x0bmessageStop"))
 _ES_PRELUDE = 12
 _CONTEXT_WINDOW = 48
@@ -81,14 +84,27 @@ def _data_payload(line: bytes) -> bytes:
 class Splitter:
     """Cut a buffer of back-to-back responses of one format and framing into streams."""
 
-    def __init__(self, format: str, framing: str) -> None:
+    def __init__(self, format: str, framing: str, *, errors: bool = False) -> None:
         self.format = format
         self.framing = framing
         needle = _NEEDLES.get(format)
         self._needle = needle
-        self._needles = needle if isinstance(needle, tuple) else (needle,)
+        self._needles: tuple = (needle,)
+        if errors and format == "openai-chat":
+            self._needles = (needle, _OPENAI_ERROR)
         self._end = _SSE_END if framing == SSE else _LINE_END
         self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
+
+    def error_cuts(self, segment: bytes) -> list[int]:
+        """Return the cuts inside one stream's bytes that an in-band error event makes (OpenAI style).
+
+        Called only for a stream whose result holds an in-band error: a response that a server
+        ended with an error and no [DONE] then runs into the next one.
+        """
+        if self.format != "openai-chat" or self.framing == EVENTSTREAM:
+            return []
+        cuts, _ = Splitter(self.format, self.framing, errors=True).scan(segment, 0, True)
+        return [c for c in cuts if _CONTENT.search(segment, c) is not None]
 
     @property
     def splits(self) -> bool:

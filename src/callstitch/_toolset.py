@@ -77,14 +77,15 @@ def _jsonschema_rs(tool: ToolDef) -> Any:
             f"calls against it needs jsonschema-rs: {_EXTRA}") from exc
 
 
+def _refuse(uri: str) -> Any:
+    # A request's tool list must never make the gateway fetch a remote $ref.
+    raise ValueError(f"remote $ref {uri!r} is not fetched")
+
+
 def _compile(jsonschema_rs: Any, tool: ToolDef) -> Any:
-    # The draft comes from the schema's $schema, Draft 2020-12 when it has none. Offline: a request's
-    # tool list must never make the gateway fetch a remote $ref.
+    # The draft comes from the schema's $schema, Draft 2020-12 when it has none.
     try:
-        try:
-            return jsonschema_rs.validator_for(tool.schema, offline=True)
-        except TypeError:  # jsonschema-rs before `offline`
-            return jsonschema_rs.validator_for(tool.schema)
+        return jsonschema_rs.validator_for(tool.schema, retriever=_refuse)
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"{tool.where}: tool {tool.name!r} has parameters that are not a usable JSON Schema: "

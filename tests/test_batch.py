@@ -1,0 +1,286 @@
+"""Batch reprocessing (callstitch.reassemble_many): containers, compression, splitting, ranges, errors."""
+
+from __future__ import annotations
+
+import base64
+import bz2
+import glob
+import gzip
+import lzma
+import os
+import sys
+
+import orjson
+import pytest
+
+import callstitch
+from callstitch import _batch
+from callstitch._split import Splitter
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import workload  # noqa: E402
+
+CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
+FORMATS = ["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"]
+
+
+@pytest.fixture
+def twin(impl, monkeypatch):
+    """Run the batch machinery (in this process) on one twin."""
+    monkeypatch.setattr(_batch, "Accumulator", impl.Accumulator)
+    return impl
+
+
+def _bodies(fmt: str, n: int = 12, seed: int = 7) -> list[bytes]:
+    if fmt == "openai-chat":
+        return [b for b, _ in workload.responses(n, seed=seed)]
+    return [b for b, _ in workload.format_responses(fmt, n, seed=seed)]
+
+
+def _expected(impl, bodies: list[bytes], source: str) -> list[dict]:
+    out = []
+    for i, body in enumerate(bodies):
+        for call in impl.reassemble(body, format="auto").tool_calls:
+            out.append({"source": source, "stream": i, **call.to_dict()})
+    return out
+
+
+def _captures_by_format() -> dict[tuple[str, bool], list[bytes]]:
+    groups: dict = {}
+    paths = sorted(glob.glob(os.path.join(CAPTURES, "*.sse")) + glob.glob(os.path.join(CAPTURES, "*.eventstream")))
+    for path in paths:
+        body = open(path, "rb").read()
+        fmt = callstitch.reassemble(body, format="auto").format
+        groups.setdefault((fmt, path.endswith(".eventstream")), []).append(body)
+    return groups
+
+
+def _write(tmp_path, name: str, data: bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+# -- back-to-back responses ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_back_to_back_generated(twin, tmp_path, fmt):
+    bodies = _bodies(fmt)
+    path = _write(tmp_path, "b2b.bin", b"".join(bodies))
+    batch = callstitch.reassemble_many([path])
+    assert list(batch) == _expected(twin, bodies, path)
+    assert batch.summary.streams == len(bodies)
+
+
+@pytest.mark.parametrize("key", sorted(_captures_by_format()), ids=lambda k: f"{k[0]}{'-eventstream' if k[1] else ''}")
+def test_back_to_back_captures(twin, tmp_path, key):
+    bodies = _captures_by_format()[key] * 2
+    path = _write(tmp_path, "captures.bin", b"".join(bodies))
+    batch = callstitch.reassemble_many([path])
+    assert list(batch) == _expected(twin, bodies, path)
+    assert batch.summary.streams == len(bodies)
+
+
+@pytest.mark.parametrize("block", [61, 509, 4096])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_any_read_size_gives_the_same_cuts(twin, tmp_path, monkeypatch, fmt, block):
+    bodies = _bodies(fmt, n=6, seed=3)
+    path = _write(tmp_path, "b2b.bin", b"".join(bodies))
+    monkeypatch.setattr(_batch, "BLOCK", block)
+    monkeypatch.setattr(_batch, "PROBE", (block,))
+    assert list(callstitch.reassemble_many([path], format=fmt)) == _expected(twin, bodies, path)
+
+
+def test_crlf_and_whitespace_between_responses(twin, tmp_path):
+    bodies = [b.replace(b"\n", b"\r\n") for b in _bodies("anthropic", n=4)]
+    path = _write(tmp_path, "crlf.sse", b"\r\n\r\n".join(bodies) + b"\r\n\r\n\r\n")
+    batch = callstitch.reassemble_many([path])
+    assert [(r["stream"], r["id"]) for r in batch] == [(r["stream"], r["id"]) for r in _expected(twin, bodies, path)]
+    assert batch.summary.streams == 4
+
+
+def test_terminator_text_inside_arguments_does_not_cut():
+    # "[DONE]" and "message_stop" inside a JSON string are escaped context, not terminators.
+    chunk = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'
+             b'{"name":"f","arguments":"{\\"t\\": \\"data: [DONE]\\"}"}}]}}]}\n\n')
+    body = chunk + b"data: [DONE]\n\n"
+    cuts, safe = Splitter("openai-chat", "sse").scan(body + body, 0, True)
+    assert cuts == [len(body)]
+    ollama = (b'{"message":{"tool_calls":[{"function":{"name":"f","arguments":{"done":true}}}]},"done":false}\n'
+              b'{"message":{},"done":true}\n')
+    cuts, _ = Splitter("ollama", "ndjson").scan(ollama + ollama, 0, True)
+    assert cuts == [len(ollama)]
+
+
+def test_gemini_new_response_id_starts_a_stream():
+    def chunk(rid: str, finish: bool = False) -> bytes:
+        cand = {"content": {"parts": [{"functionCall": {"name": "f", "args": {"x": rid}}}]}}
+        if finish:
+            cand["finishReason"] = "STOP"
+        return b"data: " + orjson.dumps({"candidates": [cand], "responseId": rid}) + b"\n\n"
+
+    body = chunk("a") + chunk("a") + chunk("b") + chunk("b", True) + chunk("c")
+    cuts, _ = Splitter("gemini", "sse").scan(body, 0, True)
+    first = len(chunk("a")) * 2
+    assert cuts == [first, first + len(chunk("b")) + len(chunk("b", True))]
+
+
+def test_openai_error_without_done_ends_a_response(twin, tmp_path):
+    groq = open(os.path.join(CAPTURES, "groq__pydantic-ai__inband-error-tool-use-failed.sse"), "rb").read()
+    assert b"[DONE]" not in groq
+    other = _bodies("openai-chat", n=2)
+    bodies = [other[0], groq, other[1]]
+    path = _write(tmp_path, "err.sse", b"".join(bodies))
+    batch = callstitch.reassemble_many([path])
+    records = list(batch)
+    assert records == _expected(twin, bodies, path)
+    assert batch.summary.streams == 3
+    assert batch.summary.errors["in-band error"] == 1
+
+
+# -- byte ranges and parallel workers ------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic", "gemini", "bedrock", "ollama"])
+def test_ranges_give_the_same_records(twin, tmp_path, monkeypatch, fmt):
+    bodies = _bodies(fmt, n=40, seed=11)
+    path = _write(tmp_path, "big.bin", b"".join(bodies))
+    whole = list(callstitch.reassemble_many([path]))
+    monkeypatch.setattr(_batch, "RANGE", 7919)
+    monkeypatch.setattr(_batch, "LOOKBACK", 4096)
+    batch = callstitch.reassemble_many([path])
+    assert list(batch) == whole == _expected(twin, bodies, path)
+    assert batch.summary.streams == len(bodies)
+
+
+def test_jobs_keep_the_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(_batch, "RANGE", 20000)
+    paths = []
+    for i, fmt in enumerate(FORMATS):
+        paths.append(_write(tmp_path, f"{i}-{fmt}.sse", b"".join(_bodies(fmt, n=10, seed=i))))
+    serial = list(callstitch.reassemble_many(paths, jobs=1))
+    parallel = list(callstitch.reassemble_many(paths, jobs=2))
+    assert parallel == serial
+    assert len({r["source"] for r in serial}) == len(FORMATS)
+
+
+# -- containers -------------------------------------------------------------------------------
+
+def test_jsonl_log_string_and_chunk_bodies(twin, tmp_path):
+    chat = _bodies("openai-chat", n=2)
+    chunks = [orjson.loads(line[6:]) for line in open(os.path.join(
+        CAPTURES, "openai__openai-python__chat-single-tool.sse"), "rb").read().split(b"\n\n")
+        if line.startswith(b"data: {")]
+    lines = [
+        orjson.dumps({"response": {"body": chat[0].decode()}}),
+        b"",
+        b"{not json",
+        orjson.dumps({"response": {"status": 500}}),
+        orjson.dumps({"response": {"body": chunks}}),
+        orjson.dumps({"response": {"body": chat[1].decode()}}),
+    ]
+    path = _write(tmp_path, "gateway.jsonl", b"\n".join(lines) + b"\n")
+    problems = []
+    batch = callstitch.reassemble_many([path], field="response.body",
+                                       on_problem=lambda *a: problems.append(a))
+    records = list(batch)
+    streams = [r["stream"] for r in records]
+    assert set(streams) == {0, 4, 5}
+    expect0 = [c.to_dict() for c in twin.reassemble(chat[0], format="auto").tool_calls]
+    assert [{k: v for k, v in r.items() if k not in ("source", "stream")} for r in records if r["stream"] == 0] == expect0
+    assert [r["name"] for r in records if r["stream"] == 4] == ["GetWeatherArgs"]
+    kinds = {(p[2], p[4]) for p in problems}
+    assert kinds == {(2, "not JSON"), (3, "no body")}
+    assert batch.summary.failed
+
+
+def test_jsonl_ranges(twin, tmp_path, monkeypatch):
+    bodies = _bodies("anthropic", n=30)
+    text = b"".join(orjson.dumps({"b": b.decode()}) + b"\n" for b in bodies)
+    path = _write(tmp_path, "log.jsonl", text)
+    monkeypatch.setattr(_batch, "RANGE", 5000)
+    assert list(callstitch.reassemble_many([path], field="b")) == _expected(twin, bodies, path)
+
+
+def test_har(twin, tmp_path):
+    anthropic = _bodies("anthropic", n=1)[0]
+    bedrock = open(os.path.join(CAPTURES, "bedrock__pydantic-ai__converse-nova-tool.eventstream"), "rb").read()
+    har = {"log": {"version": "1.2", "entries": [
+        {"response": {"content": {"mimeType": "text/html", "text": "<html>"}}},
+        {"response": {"content": {"mimeType": "text/event-stream; charset=utf-8", "text": anthropic.decode()}}},
+        {"response": {"content": {"mimeType": "application/vnd.amazon.eventstream",
+                                  "text": base64.b64encode(bedrock).decode(), "encoding": "base64"}}},
+        {"response": {"content": {"mimeType": "application/json", "text": "{}"}}},
+    ]}}
+    path = _write(tmp_path, "session.har", orjson.dumps(har))
+    records = list(callstitch.reassemble_many([path]))
+    assert sorted({r["stream"] for r in records}) == [1, 2]
+    assert [r["name"] for r in records if r["stream"] == 2] == ["get_temperature"]
+    expect = [c.to_dict() for c in twin.reassemble(anthropic, format="auto").tool_calls]
+    assert [{k: v for k, v in r.items() if k not in ("source", "stream")} for r in records if r["stream"] == 1] == expect
+
+
+def _zstd(data: bytes) -> bytes:
+    zstandard = pytest.importorskip("zstandard")
+    return zstandard.ZstdCompressor().compress(data)
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress, _zstd],
+                         ids=["gzip", "bzip2", "xz", "zstd"])
+def test_compressed_by_magic_bytes(twin, tmp_path, compress):
+    bodies = _bodies("cohere", n=5)
+    # A misleading name: the magic bytes decide.
+    path = _write(tmp_path, "capture.sse", compress(b"".join(bodies)))
+    assert [(r["stream"], r["id"]) for r in callstitch.reassemble_many([path])] == \
+        [(r["stream"], r["id"]) for r in _expected(twin, bodies, path)]
+
+
+def test_compressed_har_and_jsonl(tmp_path):
+    body = _bodies("openai-chat", n=1)[0]
+    har = {"log": {"entries": [{"response": {"content": {"mimeType": "text/event-stream", "text": body.decode()}}}]}}
+    p1 = _write(tmp_path, "a.har.gz", gzip.compress(orjson.dumps(har)))
+    p2 = _write(tmp_path, "b.jsonl.xz", lzma.compress(orjson.dumps({"body": body.decode()}) + b"\n"))
+    p3 = _write(tmp_path, "c.bin", gzip.compress(orjson.dumps(har)))  # HAR sniffed from its content
+    batch = callstitch.reassemble_many([p1, p2, p3], field="body")
+    names = [(r["source"], r["stream"]) for r in batch]
+    assert {n[0] for n in names} == {p1, p2, p3}
+    assert not batch.summary.failed
+
+
+def test_bad_inputs_never_stop_the_run(tmp_path):
+    good = _write(tmp_path, "good.sse", _bodies("openai-chat", n=1)[0])
+    corrupt = _write(tmp_path, "bad.sse.gz", gzip.compress(_bodies("openai-chat", n=3)[0] * 3)[:300])
+    problems = []
+    batch = callstitch.reassemble_many([str(tmp_path / "missing.sse"), corrupt, str(tmp_path / "*.nothing"), good],
+                                       on_problem=lambda *a: problems.append(a))
+    records = list(batch)
+    assert {r["source"] for r in records} == {good}
+    kinds = [p[4] for p in problems]
+    assert "unreadable" in kinds and "corrupt archive" in kinds and "input" in kinds
+    assert batch.summary.failed
+    assert batch.summary.sources == 4
+
+
+def test_directories_and_globs(tmp_path):
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    body = _bodies("openai-chat", n=1)[0]
+    (sub / "one.sse").write_bytes(body)
+    (tmp_path / "a" / "two.sse.gz").write_bytes(gzip.compress(body))
+    (tmp_path / "a" / "notes.md").write_text("not a capture")
+    sources = sorted({r["source"] for r in callstitch.reassemble_many([str(tmp_path)])})
+    assert sources == sorted([str(sub / "one.sse"), str(tmp_path / "a" / "two.sse.gz")])
+    globbed = {r["source"] for r in callstitch.reassemble_many([str(tmp_path / "**" / "*.sse")])}
+    assert globbed == {str(sub / "one.sse")}
+
+
+def test_record_shape_with_bad_arguments(twin, tmp_path):
+    body = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'
+            b'{"name":"f","arguments":"{\\"a\\": 1"}}]}}]}\n\ndata: [DONE]\n\n')
+    path = _write(tmp_path, "bad.sse", body)
+    batch = callstitch.reassemble_many(path)
+    (record,) = list(batch)
+    assert list(record) == ["source", "stream", "choice", "index", "id", "name", "arguments", "error", "quirks",
+                            "raw_arguments"]
+    assert record["arguments"] is None and record["raw_arguments"] == '{"a": 1'
+    assert "truncated" in record["error"]
+    assert batch.summary.errors["arguments truncated"] == 1

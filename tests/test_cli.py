@@ -1,0 +1,171 @@
+"""The command line, run for real: `python -m callstitch reassemble ...` in a subprocess."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import workload  # noqa: E402
+
+CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
+PARALLEL = os.path.join(CAPTURES, "openai__openai-python__chat-parallel-weather-and-stock.sse")
+
+
+def run(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "callstitch", "reassemble", *args], input=stdin,
+                          capture_output=True, timeout=60, env={**os.environ, **(env or {})})
+
+
+def records(proc: subprocess.CompletedProcess) -> list[dict]:
+    return [orjson.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_one_file():
+    proc = run(PARALLEL)
+    assert proc.returncode == 0, proc.stderr
+    got = records(proc)
+    assert [(r["source"], r["stream"], r["index"], r["name"]) for r in got] == [
+        (PARALLEL, 0, 0, "GetWeatherArgs"), (PARALLEL, 0, 1, "get_stock_price")]
+    assert got[0]["arguments"] == {"city": "Edinburgh", "country": "GB", "units": "c"}
+    summary = proc.stderr.decode()
+    assert "1 source, 1 stream, 2 calls" in summary and "no errors" in summary
+    assert "\r" not in summary  # no progress bar when stderr is not a terminal
+
+
+def test_stdin_gzipped_back_to_back():
+    bodies = [b for b, _ in workload.format_responses("anthropic", 5)]
+    proc = run("-", "--quiet", stdin=gzip.compress(b"".join(bodies)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    assert sorted({r["stream"] for r in records(proc)}) == [0, 1, 2, 3, 4]
+    assert {r["source"] for r in records(proc)} == {"<stdin>"}
+
+
+def test_errors_are_reported_and_the_run_goes_on(tmp_path):
+    good = tmp_path / "good.sse"
+    good.write_bytes(open(PARALLEL, "rb").read())
+    broken = tmp_path / "broken.sse"
+    broken.write_bytes(b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":'
+                       b'{"name":"f","arguments":"{}"}}]}}]}\n\ndata: {oops\n\ndata: [DONE]\n\n')
+    corrupt = tmp_path / "corrupt.sse.gz"
+    corrupt.write_bytes(gzip.compress(open(PARALLEL, "rb").read())[:200])
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b"not json\n" + orjson.dumps({"body": open(PARALLEL).read()}) + b"\n")
+    proc = run(str(tmp_path / "missing.sse"), str(broken), str(corrupt), str(good), "-j", "1")
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert f"{tmp_path / 'missing.sse'}: No such file" in err
+    assert f"{broken} (stream 0, byte 120): malformed chunk" in err
+    assert f"{corrupt}" in err and "corrupt archive" in err
+    assert {r["source"] for r in records(proc)} == {str(broken), str(good)}
+    assert "errors: " in err
+    proc = run(str(log), "--field", "body")
+    assert proc.returncode == 1
+    assert f"{log} (line 1, byte 0): not JSON" in proc.stderr.decode()
+    assert [r["stream"] for r in records(proc)] == [1, 1]
+
+
+def test_bad_arguments_make_status_1(tmp_path):
+    path = tmp_path / "trunc.sse"
+    path.write_bytes(b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":'
+                     b'{"name":"f","arguments":"{\\"a\\":"}}]}}]}\n\ndata: [DONE]\n\n')
+    proc = run(str(path))
+    assert proc.returncode == 1
+    (record,) = records(proc)
+    assert record["arguments"] is None and record["raw_arguments"] == '{"a":'
+    assert "arguments truncated" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("args", [["--format", "nope"], ["-j", "x"], ["--output-format", "csv"], []])
+def test_usage_errors_exit_2(args):
+    proc = run(*args, PARALLEL) if args else subprocess.run(
+        [sys.executable, "-m", "callstitch"], capture_output=True, timeout=60)
+    assert proc.returncode == 2
+
+
+def test_jobs_give_the_same_output(tmp_path):
+    for i, fmt in enumerate(["openai-chat", "gemini", "bedrock", "ollama"]):
+        body = b"".join(b for b, _ in (workload.format_responses(fmt, 30, seed=i) if fmt != "openai-chat"
+                                       else workload.responses(30, seed=i)))
+        (tmp_path / f"{i}.sse").write_bytes(body)
+    (tmp_path / "z.sse.gz").write_bytes(gzip.compress(open(PARALLEL, "rb").read()))
+    env = {"CALLSTITCH_RANGE_BYTES": "50000"}  # several range tasks per file
+    one = run(str(tmp_path), "-j", "1", env=env)
+    two = run(str(tmp_path), "-j", "2", env=env)
+    whole = run(str(tmp_path), "-j", "2")
+    assert one.returncode == two.returncode == 0, two.stderr
+    assert one.stdout == two.stdout == whole.stdout
+    assert len(records(one)) > 100
+
+
+def test_output_file_and_parquet(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    trunc = tmp_path / "trunc.sse"
+    trunc.write_bytes(b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":'
+                      b'{"name":"f","arguments":"{\\"a\\":"}}]}}]}\n\ndata: [DONE]\n\n')
+    out = tmp_path / "calls.jsonl"
+    proc = run(PARALLEL, str(trunc), "-o", str(out))
+    assert proc.returncode == 1 and proc.stdout == b""
+    expected = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    parquet = tmp_path / "calls.parquet"
+    proc = run(PARALLEL, str(trunc), "--output-format", "parquet", "-o", str(parquet))
+    assert proc.returncode == 1
+    rows = pq.read_table(parquet).to_pylist()
+    assert [r["name"] for r in rows] == [r["name"] for r in expected]
+    assert orjson.loads(rows[0]["arguments"]) == expected[0]["arguments"]
+    assert rows[2]["arguments"] is None and rows[2]["raw_arguments"] == '{"a":'
+    assert rows[0]["raw_arguments"] is None and rows[0]["quirks"] == []
+    assert [r["stream"] for r in rows] == [0, 0, 0]
+
+
+def test_closed_stdout_ends_quietly(tmp_path):
+    body = b"".join(b for b, _ in workload.responses(200))
+    path = tmp_path / "many.sse"
+    path.write_bytes(body * 5)
+    proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", str(path), "-j", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) in (0, 1)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+def test_progress_bar_on_a_terminal():
+    pty = pytest.importorskip("pty")
+    main, secondary = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", PARALLEL, "-j", "1"],
+                              stdout=subprocess.PIPE, stderr=secondary, timeout=60)
+        os.close(secondary)
+        secondary = -1
+        seen = b""
+        try:
+            while True:
+                data = os.read(main, 4096)
+                if not data:
+                    break
+                seen += data
+        except OSError:
+            pass
+    finally:
+        os.close(main)
+        if secondary != -1:
+            os.close(secondary)
+    assert proc.returncode == 0
+    assert b"ETA" in seen and b"1 source" in seen
+
+
+def test_help_explains_with_examples():
+    proc = run("--help")
+    text = proc.stdout.decode()
+    assert proc.returncode == 0
+    for word in ("--field", "--output-format", "-j", "HAR", "gzip", "[DONE]", "Exit status", "examples:",
+                 "callstitch reassemble gateway.jsonl --field response.body"):
+        assert word in text

@@ -1,0 +1,217 @@
+"""Hostile and broken input: no crash, no hang, a clear error where the input is bad, twins equal."""
+
+import gc
+import os
+import random
+import threading
+
+import pytest
+
+from _formats import CALLS, build
+from _streams import chunk, tool_delta
+
+import callstitch
+from callstitch import Limits
+
+FORMATS = ["openai-chat", "auto", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"]
+
+
+def both_agree(both, body, fmt="openai-chat", limits=None):
+    """Reassemble body with both twins, whole and in pieces; they must agree; return the result."""
+    results = []
+    for impl in both:
+        whole = impl.reassemble(body, format=fmt, limits=limits)
+        acc = impl.Accumulator(format=fmt, limits=limits)
+        rng = random.Random(len(body))
+        pos = 0
+        while pos < len(body):
+            step = rng.randint(1, 4096)
+            acc.feed(body[pos:pos + step])
+            pos += step
+        assert acc.finalize() == whole
+        results.append(whole)
+    assert results[0] == results[1]
+    assert [str(e) for e in results[0].errors] == [str(e) for e in results[1].errors]
+    return results[0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_random_bytes(both, fmt, seed):
+    rng = random.Random(seed)
+    body = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 3000)))
+    both_agree(both, body, fmt)
+
+
+def test_invalid_and_truncated_utf8(both):
+    good = chunk([tool_delta(0, id="c", name="f", arguments='{"a": "é"}')])
+    bad = good.replace("é".encode(), b"\xc3")  # a lone lead byte
+    result = both_agree(both, bad + good.replace(b'"c"', b'"d"') + b"\xff\xfe\n\n")
+    assert any(e.kind == "malformed chunk" for e in result.errors)
+    assert [c.id for c in result.tool_calls] == ["d"]
+
+
+def test_nul_bytes(both):
+    body = chunk([tool_delta(0, id="c", name="f", arguments='{"a": "\\u0000"}')]) + b"data: \x00\x00\n\n"
+    result = both_agree(both, body)
+    assert result.tool_calls[0].arguments == {"a": "\x00"}
+    assert result.errors[0].kind == "malformed chunk"
+
+
+def test_nesting_100000_deep(both):
+    deep = "[" * 100_000 + "]" * 100_000
+    body = (b"data: " + deep.encode() + b"\n\n"
+            + chunk([tool_delta(0, id="c", name="f", arguments=deep)]) + b"data: [DONE]\n\n")
+    result = both_agree(both, body)
+    assert result.errors[0].kind == "malformed chunk"
+    call, = result.tool_calls
+    assert call.arguments is None and call.error.kind in ("malformed", "not an object")
+
+
+def test_numbers_with_10000_digits(both):
+    digits = "9" * 10_000
+    body = (b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": null}], "n": ' + digits.encode()
+            + b"}\n\n" + chunk([tool_delta(0, id="c", name="f", arguments='{"n": ' + digits + '}')]))
+    result = both_agree(both, body)
+    assert [c.id for c in result.tool_calls] == ["c"]
+
+
+@pytest.mark.parametrize("index", [2**63, -2**63, 2**63 - 1, 2**64, -1, 10**30])
+def test_extreme_indices(both, index):
+    body = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":' + str(index).encode()
+            + b',"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}\n\n')
+    result = both_agree(both, body)
+    if index in (2**64, 10**30):  # orjson reads these as floats: not an index
+        assert result.errors and result.errors[0].kind == "unexpected shape"
+    else:
+        assert [(c.id, c.index) for c in result.tool_calls] == [("c", 0)]
+
+
+def test_a_megabyte_id_and_name(both):
+    big = "i" * (1 << 20)
+    result = both_agree(both, chunk([tool_delta(0, id=big, name=big, arguments="{}")]))
+    assert result.tool_calls[0].id == big and result.tool_calls[0].name == big
+
+
+def test_a_megabyte_of_unicode_escapes(both):
+    text = "\\u00e9\\ud83d\\ude00" * 50_000
+    body = b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f",' \
+           b'"arguments":"{\\"t\\": \\"' + text.encode() + b'\\"}"}}]}}]}\n\n'
+    result = both_agree(both, body)
+    assert result.tool_calls[0].arguments == {"t": "é😀" * 50_000}
+
+
+@pytest.mark.parametrize("escape", [b"\\x41", b"\\u12", b"\\uZZZZ", b"\\", b"\\ud800", b"\\udc00x"])
+def test_invalid_escapes(both, escape):
+    body = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f",'
+            b'"arguments":"' + escape + b'"}}]}}]}\n\n')
+    both_agree(both, body)
+
+
+def test_a_10_megabyte_data_line(both):
+    body = b"data: " + b'{"x":"' + b"a" * 10_000_000 + b'"}\n\n' + chunk([tool_delta(0, id="c", name="f",
+                                                                                     arguments="{}")])
+    result = both_agree(both, body)
+    assert [c.id for c in result.tool_calls] == ["c"]
+
+
+def test_a_body_that_is_one_never_ending_comment(both):
+    body = b": " + b"keep-alive " * 200_000
+    result = both_agree(both, body, limits=Limits(event_bytes=100_000))
+    assert [e.kind for e in result.errors] == ["limit"]
+
+
+def test_mixed_formats_in_one_stream(both):
+    body = build("anthropic", CALLS[:1]) + build("openai-responses", CALLS[1:2]) + build("cohere", CALLS[2:])
+    for fmt in ("auto", "anthropic", "openai-chat"):
+        result = both_agree(both, body, fmt)
+        if fmt in ("auto", "anthropic"):
+            assert result.tool_calls[0].name == CALLS[0].name
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic", "bedrock", "ollama"])
+def test_mangled_captures(both, fmt):
+    variant = {"openai-chat": "anthropic", "bedrock": "bedrock-eventstream"}.get(fmt, fmt)
+    body = build(variant, CALLS) if fmt != "openai-chat" else b"".join(
+        chunk([tool_delta(i, id=c.id, name=c.name, arguments=c.arguments)]) for i, c in enumerate(CALLS))
+    rng = random.Random(fmt)
+    for _ in range(40):
+        mangled = bytearray(body)
+        for _ in range(rng.randint(1, 6)):
+            pos = rng.randrange(len(mangled))
+            action = rng.random()
+            if action < 0.3:
+                mangled[pos] ^= 1 << rng.randrange(8)
+            elif action < 0.6:
+                del mangled[pos:pos + rng.randint(1, 30)]
+            else:
+                mangled[pos:pos] = mangled[rng.randrange(len(mangled)):][:rng.randint(1, 30)]
+        both_agree(both, bytes(mangled), fmt)
+
+
+def test_accumulators_in_many_threads(impl):
+    bodies = [build(v, CALLS) for v in ("anthropic", "openai-responses", "cohere", "gemini", "ollama")]
+    expected = [impl.reassemble(b, format="auto") for b in bodies]
+    failures = []
+
+    def worker(k):
+        for i in range(60):
+            j = (k + i) % len(bodies)
+            acc = impl.Accumulator(format="auto")
+            body = bodies[j]
+            for pos in range(0, len(body), 97):
+                acc.feed(body[pos:pos + 97])
+            if acc.finalize() != expected[j]:
+                failures.append((k, i))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not failures
+
+
+def _rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_no_leak_over_200000_streams(impl):
+    body = (chunk([tool_delta(0, id="c", name="f", arguments='{"a": ')]) + chunk([tool_delta(0, arguments="1}")])
+            + b"data: [DONE]\n\n")
+    reassemble = impl.reassemble
+    for _ in range(20_000):
+        reassemble(body)
+    gc.collect()
+    before = _rss()
+    for _ in range(200_000 if impl.name == "c" else 60_000):
+        reassemble(body)
+    gc.collect()
+    assert _rss() - before < 8 << 20
+
+
+def test_no_leak_on_error_paths(impl):
+    # Each error path: malformed chunk, in-band error, unexpected shape, bad arguments, limits,
+    # event-stream CRC, lone surrogates, an over-long line.
+    bodies = [
+        b"data: {not json\n\n",
+        b'data: {"error": {"message": "boom", "type": "server_error"}}\n\n',
+        b'data: {"choices": [{"index": 0.5}]}\n\n',
+        chunk([tool_delta(0, id="c", name="f", arguments='{"a": tru')]),
+        chunk([tool_delta(i, id=f"c{i}", name="f", arguments="{}") for i in range(3)][0:1]) * 3,
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"arguments":"\\ud83d"}}]}}]}\n\n',
+        b"data: " + b"x" * 5000 + b"\n\n",
+    ]
+    stream = build("bedrock-eventstream", CALLS[:1])
+    bodies.append(stream[:20] + bytes([stream[20] ^ 1]) + stream[21:])
+    limits = Limits(call_bytes=4, calls=1, event_bytes=1000)
+    for rounds in (2_000, 20_000):
+        if rounds == 20_000:
+            gc.collect()
+            before = _rss()
+        for _ in range(rounds // len(bodies)):
+            for body in bodies:
+                impl.reassemble(body, format="auto", limits=limits)
+    gc.collect()
+    assert _rss() - before < 4 << 20

@@ -1,0 +1,145 @@
+"""Limits: what goes past one is reported (kind "limit"), dropped, and nothing else is lost."""
+
+import tracemalloc
+
+import pytest
+
+from _formats import CALLS, build
+from _streams import chunk, tool_delta
+
+import callstitch
+from callstitch import Limits
+
+
+def call_events(index, call_id, name, text, size=7):
+    out = chunk([tool_delta(index, id=call_id, name=name, arguments="")])
+    for i in range(0, len(text), size):
+        out += chunk([tool_delta(index, arguments=text[i:i + size])])
+    return out
+
+
+def limit_errors(result):
+    return [e for e in result.errors if e.kind == "limit"]
+
+
+def test_defaults_are_documented_values():
+    limits = Limits()
+    assert (limits.call_bytes, limits.stream_bytes, limits.calls, limits.choices, limits.event_bytes) == (
+        64 << 20, 256 << 20, 4096, 128, 64 << 20)
+    with pytest.raises(ValueError):
+        Limits(calls=-1)
+    with pytest.raises(TypeError):
+        callstitch.Accumulator(limits={"calls": 3})
+
+
+def test_call_bytes_cuts_one_call_and_keeps_the_others(impl):
+    big = '{"text": "' + "x" * 500 + '"}'
+    body = (call_events(0, "call_small", "f", '{"a": 1}') + call_events(1, "call_big", "g", big)
+            + call_events(2, "call_after", "h", '{"b": 2}') + b"data: [DONE]\n\n")
+    result = impl.reassemble(body, limits=Limits(call_bytes=100))
+    small, cut, after = result.tool_calls
+    assert (small.arguments, after.arguments) == ({"a": 1}, {"b": 2})
+    assert cut.arguments is None and cut.error.kind == "truncated" and len(cut.raw_arguments) <= 100
+    error, = limit_errors(result)
+    assert "call_bytes" in str(error) and "call_big" in str(error) and "'g'" in str(error)
+
+
+def test_stream_bytes_budget(impl):
+    body = b"".join(call_events(i, f"call_{i}", "f", '{"v": "' + "y" * 80 + '"}') for i in range(10))
+    result = impl.reassemble(body + b"data: [DONE]\n\n", limits=Limits(stream_bytes=400))
+    kept = [c for c in result.tool_calls if c.arguments is not None]
+    assert 0 < len(kept) < 10
+    error, = limit_errors(result)
+    assert "stream_bytes" in str(error)
+
+
+def test_calls_limit_with_100000_distinct_indices(impl):
+    body = b"".join(chunk([tool_delta(i, id=f"c{i}", name="f", arguments="{}")]) for i in range(100_000))
+    tracemalloc.start()
+    result = impl.reassemble(body, limits=Limits(calls=4096))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(result.tool_calls) == 4096
+    assert [e.detail for e in limit_errors(result)] == [
+        "Limits.calls (4096) exceeded; fragments of further tool calls are dropped"]
+    assert peak < 60 << 20
+
+
+def test_choices_limit(impl):
+    body = b"".join(chunk([tool_delta(0, id=f"c{k}", name="f", arguments="{}", choice=k)]) for k in range(10))
+    result = impl.reassemble(body, limits=Limits(choices=3))
+    assert sorted({c.choice for c in result.tool_calls}) == [0, 1, 2]
+    assert len(limit_errors(result)) == 1
+
+
+@pytest.mark.parametrize("split", [None, 1000, 65536])
+def test_an_over_long_line_is_dropped_and_the_rest_kept(impl, split):
+    huge = b"data: {\"pad\": \"" + b"p" * 3_000_000 + b"\"}\n\n"
+    body = call_events(0, "call_a", "f", '{"a": 1}') + huge + call_events(1, "call_b", "g", '{"b": 2}')
+    acc = impl.Accumulator(limits=Limits(event_bytes=1 << 20))
+    pieces = [body] if split is None else [body[i:i + split] for i in range(0, len(body), split)]
+    for piece in pieces:
+        acc.feed(piece)
+    result = acc.finalize()
+    assert [(c.id, c.arguments) for c in result.tool_calls] == [("call_a", {"a": 1}), ("call_b", {"b": 2})]
+    error, = limit_errors(result)
+    assert error.offset == body.index(b"data: {\"pad\"")
+    assert "event_bytes (1 MiB)" in str(error)
+
+
+def test_an_event_of_many_data_lines_over_the_limit_is_dropped(impl):
+    event = b"".join(b"data: " + b"q" * 1000 + b"\n" for _ in range(50)) + b"\n"
+    body = event + call_events(0, "call_a", "f", "{}")
+    result = impl.reassemble(body, limits=Limits(event_bytes=10_000))
+    assert [c.id for c in result.tool_calls] == ["call_a"]
+    error, = limit_errors(result)
+    assert error.offset == 0 and "event" in error.detail
+
+
+def test_a_line_that_never_ends_is_not_held(impl):
+    # A 64 MB comment with no newline, in 64 KiB reads: memory stays far below its size.
+    acc = impl.Accumulator(limits=Limits(event_bytes=1 << 20))
+    piece = b"x" * 65536
+    tracemalloc.start()
+    acc.feed(b": ")
+    for _ in range(1024):
+        acc.feed(piece)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 << 20
+    result = acc.finalize()
+    assert [e.kind for e in result.errors] == ["limit"]
+
+
+def test_limits_in_ndjson_and_event_stream_framings(impl):
+    ollama = build("ollama", CALLS[:1])
+    body = b'{"pad": "' + b"z" * 200_000 + b'"}\n' + ollama
+    result = impl.reassemble(body, format="ollama", limits=Limits(event_bytes=100_000))
+    assert [c.name for c in result.tool_calls] == [CALLS[0].name]
+    assert [e.kind for e in result.errors] == ["limit"]
+    stream = build("bedrock-eventstream", CALLS[:2])
+    result = impl.reassemble(stream, format="bedrock", limits=Limits(event_bytes=150))
+    assert limit_errors(result) and not [e for e in result.errors if e.kind != "limit"]
+
+
+def test_strict_raises_on_a_limit(impl):
+    body = call_events(0, "c", "f", '{"a": "' + "b" * 100 + '"}')
+    with pytest.raises(callstitch.StreamError) as caught:
+        impl.reassemble(body, strict=True, limits=Limits(call_bytes=20))
+    assert caught.value.kind == "limit"
+
+
+def test_no_limits_at_all(impl):
+    body = call_events(0, "c", "f", '{"a": "' + "b" * 5000 + '"}') + b"data: [DONE]\n\n"
+    unlimited = Limits(call_bytes=None, stream_bytes=None, calls=None, choices=None, event_bytes=None)
+    assert impl.reassemble(body, limits=unlimited).tool_calls[0].arguments == {"a": "b" * 5000}
+
+
+@pytest.mark.parametrize("limit", [50, 200, 1000])
+def test_twins_agree_at_every_limit(both, limit):
+    body = build("anthropic", CALLS) + call_events(0, "c", "f", '{"x": "' + "é" * 300 + '"}')
+    for fmt in ("anthropic", "auto"):
+        for limits in (Limits(call_bytes=limit), Limits(stream_bytes=limit), Limits(event_bytes=limit)):
+            results = [i.reassemble(body, format=fmt, limits=limits) for i in both]
+            assert results[0] == results[1]
+            assert [str(e) for e in results[0].errors] == [str(e) for e in results[1].errors]
