@@ -19,5 +19,5 @@ rm -f "$build"/src/callstitch/*.so "$build"/src/callstitch/_accumulator_c.c
 archive=$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-x86_64.a | head -n 1)
 clang -shared -fPIC -o "$build/libfuzzer.so" -Wl,--whole-archive "$archive" -Wl,--no-whole-archive -lstdc++ -lpthread
 mkdir -p fuzz/corpus fuzz/crashes
-LD_PRELOAD="$build/libfuzzer.so" PYTHONPATH="$build/src" "$python" fuzz/fuzz_accumulator.py fuzz/corpus \
+LD_PRELOAD="$build/libfuzzer.so" PYTHONPATH="$build/src" "$python" fuzz/fuzz_accumulator.py fuzz/corpus fuzz/seeds \
   -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix=fuzz/crashes/ -timeout=20 -rss_limit_mb=2048

@@ -21,7 +21,7 @@ from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_f
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
                         build_result, make_call, parses, raise_first_error)
-from ._state import StreamState
+from ._state import RawJSON, StreamState
 from ._text import encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
@@ -66,6 +66,7 @@ cdef extern from "_chunkscan.h" nogil:
         CS_T_STR
         CS_T_INT
         CS_T_OTHER
+        CS_T_ARRAY
     ctypedef struct cs_want:
         const char *path[9]
         int allowed
@@ -87,11 +88,15 @@ cdef enum:
     FMT_ANTHROPIC = 3
     FMT_BEDROCK = 4
     FMT_COHERE = 5
+    FMT_GEMINI = 6
+    FMT_OLLAMA = 7
 
 cdef cs_want _ANTHROPIC[6]
 cdef cs_want _RESPONSES[3]
 cdef cs_want _BEDROCK[5]
-cdef cs_want _COHERE[7]
+cdef cs_want _COHERE[8]
+cdef cs_want _GEMINI[9]
+cdef cs_want _OLLAMA[6]
 
 
 cdef void _want(cs_want *w, const char *a, const char *b=NULL, const char *c=NULL, const char *d=NULL,
@@ -130,11 +135,42 @@ _want(&_COHERE[1], "index")
 _want(&_COHERE[2], "delta", "message", "tool_calls", "id")
 _want(&_COHERE[3], "delta", "message", "tool_calls", "function", "name")
 _want(&_COHERE[4], "delta", "message", "tool_calls", "function", "arguments")
-_want(&_COHERE[5], "delta", "message", "content")
+_want(&_COHERE[5], "delta", "message", "content", "text")
 _want(&_COHERE[6], "delta", "message", "tool_plan")
+_want(&_COHERE[7], "delta", "message", "content", "thinking")
+# gemini: one candidate with one text part, the commonest chunk ("#0": an array's first element)
+_want(&_GEMINI[0], "candidates")
+_GEMINI[0].allowed = _ANY | CS_T_ARRAY
+_want(&_GEMINI[1], "candidates", "#0", "index")
+_want(&_GEMINI[2], "candidates", "#0", "finishReason")
+_want(&_GEMINI[3], "candidates", "#0", "content", "parts")
+_GEMINI[3].allowed = _ANY | CS_T_ARRAY
+_want(&_GEMINI[4], "candidates", "#0", "content", "parts", "#0")
+_GEMINI[4].path[5] = "text"
+_want(&_GEMINI[5], "candidates", "#0", "content", "parts", "#0")
+_GEMINI[5].path[5] = "thought"
+_want(&_GEMINI[6], "candidates", "#0", "content", "parts", "#0")
+_GEMINI[6].path[5] = "functionCall"
+_want(&_GEMINI[7], "usageMetadata")
+_want(&_GEMINI[8], "error")
+# ollama: a line of message text
+_want(&_OLLAMA[0], "error")
+_want(&_OLLAMA[1], "message", "content")
+_want(&_OLLAMA[2], "message", "thinking")
+_want(&_OLLAMA[3], "message", "tool_calls")
+_want(&_OLLAMA[4], "done")
+_want(&_OLLAMA[5], "message")
 
 _FORMAT_CODES = {"openai-chat": FMT_CHAT, "openai-responses": FMT_RESPONSES, "anthropic": FMT_ANTHROPIC,
-                 "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE}
+                 "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE, "gemini": FMT_GEMINI, "ollama": FMT_OLLAMA}
+# Event types whose adapter does nothing with them: the fast path only validates them.
+_RESPONSES_HANDLED = frozenset((
+    b"response.function_call_arguments.delta", b"response.output_text.delta",
+    b"response.reasoning_summary_text.delta", b"response.reasoning_text.delta", b"response.refusal.delta",
+    b"response.output_item.added", b"response.output_item.done", b"response.function_call_arguments.done",
+    b"response.completed", b"response.incomplete", b"response.failed"))
+_COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end", b"citation-start",
+                             b"citation-end", b"debug"))
 
 
 cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
@@ -687,8 +723,11 @@ cdef class Accumulator:
         cdef cs_span span
         cdef int64_t index
         if self._fmt == FMT_ANTHROPIC:
-            if not cs_extract(data, n, _ANTHROPIC, 6, v) or not _is(&v[0], "content_block_delta", 19) \
-                    or v[1].kind != CS_T_INT:
+            if not cs_extract(data, n, _ANTHROPIC, 6, v):
+                return 0
+            if _is(&v[0], "ping", 4):
+                return 1  # the adapter lets it pass
+            if not _is(&v[0], "content_block_delta", 19) or v[1].kind != CS_T_INT or v[2].kind != CS_T_STR:
                 return 0
             if _is(&v[2], "input_json_delta", 16) and v[3].kind == CS_T_STR:
                 slot = self._known_slot(v[1].i)
@@ -706,9 +745,17 @@ cdef class Accumulator:
                 span = _span(&v[5])
                 self._text_span(0, 1, &span)
                 return 1
+            if not (_is(&v[2], "input_json_delta", 16) or _is(&v[2], "text_delta", 10)
+                    or _is(&v[2], "thinking_delta", 14)):
+                return 1  # signature, citations …: the adapter lets them pass
             return 0
         if self._fmt == FMT_RESPONSES:
-            if not cs_extract(data, n, _RESPONSES, 3, v) or v[2].kind != CS_T_STR:
+            if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
+                return 0
+            if v[0].n > 9 and memcmp(v[0].p, b"response.", 9) == 0 and \
+                    (<const char *>v[0].p)[:v[0].n] not in _RESPONSES_HANDLED:
+                return 1  # created, in_progress, content parts …: the adapter lets them pass
+            if v[2].kind != CS_T_STR:
                 return 0
             if _is(&v[0], "response.function_call_arguments.delta", 38):
                 if v[1].kind != CS_T_STR:
@@ -749,8 +796,14 @@ cdef class Accumulator:
                 return 1
             return 0
         if self._fmt == FMT_COHERE:
-            if not cs_extract(data, n, _COHERE, 7, v):
+            if not cs_extract(data, n, _COHERE, 8, v) or v[0].kind != CS_T_STR or v[0].has_esc:
                 return 0
+            if (<const char *>v[0].p)[:v[0].n] in _COHERE_IGNORED:
+                return 1  # the adapter lets these pass
+            if _is(&v[0], "content-delta", 13) and v[5].kind == CS_T_STR and v[7].kind == CS_T_ABSENT:
+                span = _span(&v[5])
+                self._text_span(0, 0, &span)
+                return 1
             if _is(&v[0], "tool-call-delta", 15):
                 if v[1].kind != CS_T_INT or v[4].kind != CS_T_STR or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL)) \
                         or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
@@ -767,6 +820,35 @@ cdef class Accumulator:
                 self._text_span(0, 1, &span)
                 return 1
             return 0
+        if self._fmt == FMT_GEMINI:
+            # One candidate, one non-empty text part, no call, no finish; usage kept as raw JSON.
+            if (not cs_extract(data, n, _GEMINI, 9, v) or not (v[8].kind & (CS_T_ABSENT | CS_T_NULL))
+                    or v[0].kind != CS_T_ARRAY or v[0].i != 1 or v[3].kind != CS_T_ARRAY or v[3].i != 1
+                    or v[4].kind != CS_T_STR or v[4].n == 0 or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL))
+                    or not (v[6].kind & (CS_T_ABSENT | CS_T_NULL)) or not (v[1].kind & (CS_T_ABSENT | CS_T_INT))
+                    or v[5].kind != CS_T_ABSENT or v[7].kind == CS_T_STR):
+                return 0
+            span = _span(&v[4])
+            self._text_span(v[1].i if v[1].kind == CS_T_INT else 0, 0, &span)
+            if v[7].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
+                self._state.usage = RawJSON((<const char *>v[7].p)[:v[7].n])
+            return 1
+        if self._fmt == FMT_OLLAMA:
+            # A line of message text: no error, no calls, not done.
+            if (not cs_extract(data, n, _OLLAMA, 6, v) or not (v[0].kind & (CS_T_ABSENT | CS_T_NULL))
+                    or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)) or v[5].kind != CS_T_OTHER
+                    or not (v[4].kind == CS_T_ABSENT or (v[4].kind == CS_T_OTHER and v[4].n == 5
+                                                           and memcmp(v[4].p, b"false", 5) == 0))
+                    or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))
+                    or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))):
+                return 0
+            if v[1].kind == CS_T_STR and v[1].n:
+                span = _span(&v[1])
+                self._text_span(0, 0, &span)
+            if v[2].kind == CS_T_STR and v[2].n:
+                span = _span(&v[2])
+                self._text_span(0, 1, &span)
+            return 1
         return 0
 
     cdef _Slot _item(self, const cs_val *key):

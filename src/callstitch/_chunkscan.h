@@ -936,6 +936,7 @@ static inline int cs_utf8_valid(const unsigned char *p, ptrdiff_t n)
  *               = CS_T_ARRAY   array, ONLY if wants[k].allowed has the
  *                              CS_T_ARRAY bit: element count in .i
  *               = CS_T_OTHER   true/false/other number/object, and arrays
+ *                              (every kind but CS_T_STR also has p/n: the value's raw text)
  *                              when wants[k].allowed lacks CS_T_ARRAY
  *
  * Returns 0 when: a path step hits a value that is neither null nor a
@@ -1104,6 +1105,7 @@ static CS_ALWAYS_INLINE const unsigned char *cs_xval(const cs_xctx *cx, unsigned
 {
     const int depth = level + 1;
     cs_val *v = leaf ? &cx->out[__builtin_ctz(leaf)] : NULL;
+    const unsigned char *r;
     switch (*p) {
     case '"': {
         const unsigned char *q;
@@ -1120,24 +1122,38 @@ static CS_ALWAYS_INLINE const unsigned char *cs_xval(const cs_xctx *cx, unsigned
     case 'n':
         if (!cs_is_null(p, e)) return NULL;
         if (v) v->kind = CS_T_NULL;
-        return p + 4;
+        r = p + 4;
+        break;
     case '{':
         if (v) v->kind = CS_T_OTHER;
-        return m ? cs_xobj(cx, m, level + 1, p, e) : cs_skip(p, e, depth);
+        r = m ? cs_xobj(cx, m, level + 1, p, e) : cs_skip(p, e, depth);
+        break;
     case '[':
-        if (m || (cx->w[__builtin_ctz(leaf)].allowed & CS_T_ARRAY))
-            return cs_xarr(cx, m, level + 1, p, e, v);
-        v->kind = CS_T_OTHER;
-        return cs_skip(p, e, depth);
+        if (m || (cx->w[__builtin_ctz(leaf)].allowed & CS_T_ARRAY)) {
+            r = cs_xarr(cx, m, level + 1, p, e, v);
+        } else {
+            v->kind = CS_T_OTHER;
+            r = cs_skip(p, e, depth);
+        }
+        break;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
         if (m) return NULL;
-        return cs_xnum(p, e, v);
+        r = cs_xnum(p, e, v);
+        break;
     default:                                       /* true / false / invalid */
         if (m) return NULL;
         v->kind = CS_T_OTHER;
-        return cs_skip(p, e, depth);
+        r = cs_skip(p, e, depth);
+        break;
     }
+    /* Every value that is not a string also gets its raw text: p/n span the value as sent. */
+    if (v && r) {
+        v->p = p;
+        v->n = r - p;
+        v->has_esc = 0;
+    }
+    return r;
 }
 
 /* Interpreted object at `level` (top-level object = 0, nesting depth

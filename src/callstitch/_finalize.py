@@ -7,6 +7,7 @@ from typing import Any, Iterable
 import orjson
 
 from ._results import ArgumentsError, Choice, Result, ToolCall
+from ._state import RawJSON
 
 # Quirk bits set by the accumulators (both twins use these numbers) and their public names.
 Q_MISSING_INDEX = 1
@@ -41,6 +42,8 @@ QUIRK_NAMES = {
 
 def quirk_names(bits: int) -> tuple[str, ...]:
     """Return the names of the quirks set in bits, in a fixed order."""
+    if not bits:
+        return ()
     return tuple(name for bit, name in QUIRK_NAMES.items() if bits & bit)
 
 
@@ -137,7 +140,10 @@ def build_result(calls: Iterable[tuple], texts: dict, state: Any) -> Result:
         content, reasoning, refusal = texts.get(k, (None, None, None))
         choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal),
                               state.finish_reasons.get(k), [c for c in ordered if c.choice == k]))
-    return Result(ordered, list(state.errors), state.complete, state.format, choices, state.usage)
+    usage = state.usage
+    if type(usage) is RawJSON:
+        usage = orjson.loads(usage.data)
+    return Result(ordered, list(state.errors), state.complete, state.format, choices, usage)
 
 
 def _decode(data: bytes | None) -> str | None:

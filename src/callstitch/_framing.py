@@ -113,6 +113,7 @@ class EventStreamFramer:
         self._offset = 0  # stream offset of _buf[0]
         self._skipped_from: int | None = None  # where bytes began to be skipped after a damaged prelude
         self._drop = 0  # bytes still to drop of a message over Limits.event_bytes
+        self._headers: dict[bytes, dict] = {}  # header blocks already read
 
     def feed(self, data: bytes) -> None:
         """Take more bytes; hand over every complete message."""
@@ -167,11 +168,17 @@ class EventStreamFramer:
         return pos
 
     def _message(self, message: bytes, headers_len: int, offset: int) -> None:
-        try:
-            headers = parse_headers(message[_PRELUDE:_PRELUDE + headers_len])
-        except (ValueError, struct.error, UnicodeDecodeError) as exc:
-            self._state.error("malformed chunk", f"event-stream headers unreadable ({exc})", offset)
-            return
+        raw = message[_PRELUDE:_PRELUDE + headers_len]
+        # A stream repeats the same few header blocks (one per event type): read each once.
+        headers = self._headers.get(raw)
+        if headers is None:
+            try:
+                headers = parse_headers(raw)
+            except (ValueError, struct.error, UnicodeDecodeError) as exc:
+                self._state.error("malformed chunk", f"event-stream headers unreadable ({exc})", offset)
+                return
+            if len(self._headers) < 64:
+                self._headers[raw] = headers
         payload = message[_PRELUDE + headers_len:-4]
         kind = headers.get(":message-type", "event")
         if kind == "event":

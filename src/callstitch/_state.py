@@ -56,3 +56,12 @@ def error_text(error: Any) -> str:
         if message is not None:
             return f"{kind}: {message}" if kind else str(message)
     return str(error)
+
+
+class RawJSON:
+    """A JSON value kept as its text until the result is built (the compiled path's usage objects)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
