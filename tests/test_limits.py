@@ -40,6 +40,7 @@ def test_call_bytes_cuts_one_call_and_keeps_the_others(impl):
     small, cut, after = result.tool_calls
     assert (small.arguments, after.arguments) == ({"a": 1}, {"b": 2})
     assert cut.arguments is None and cut.error.kind == "truncated" and len(cut.raw_arguments) <= 100
+    assert "call_bytes" in cut.error.detail
     error, = limit_errors(result)
     assert "call_bytes" in str(error) and "call_big" in str(error) and "'g'" in str(error)
 
@@ -143,3 +144,24 @@ def test_twins_agree_at_every_limit(both, limit):
             results = [i.reassemble(body, format=fmt, limits=limits) for i in both]
             assert results[0] == results[1]
             assert [str(e) for e in results[0].errors] == [str(e) for e in results[1].errors]
+
+
+def test_a_call_cut_whole_by_the_limit_is_not_mistaken_for_empty(impl):
+    body = chunk([tool_delta(0, id="c", name="f", arguments='{"a": "' + "x" * 50 + '"}')])
+    call, = impl.reassemble(body, limits=Limits(call_bytes=10)).tool_calls
+    assert call.arguments is None and call.error.kind == "truncated" and call.raw_arguments == ""
+
+
+def test_cli_limit_options(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "one.sse"
+    path.write_bytes(chunk([tool_delta(0, id="c", name="f", arguments='{"a": "' + "x" * 50 + '"}')])
+                     + b"data: [DONE]\n\n")
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--max-call-bytes", "10",
+                          "-j", "1", "--quiet"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert '"arguments":null' in out.stdout and "Limits.call_bytes (10)" in out.stderr
+    bad = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--max-calls", "many"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2

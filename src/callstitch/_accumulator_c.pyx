@@ -1198,7 +1198,7 @@ cdef class Accumulator:
             data = slot.buf if final else bytes(slot.buf)
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
-                                  slot.last_start, slot.quirks)
+                                  slot.last_start, slot.quirks, slot.over)
             slot.call_nfrags = slot.nfrags
         return slot.call
 

@@ -28,6 +28,7 @@ import orjson
 from ._accumulator import Accumulator
 from ._dispatch import check_format
 from ._framing import EVENTSTREAM, choose
+from ._limits import Limits
 from ._sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
                        sniff_compression)
 from ._split import SPLITTABLE, Splitter
@@ -61,6 +62,7 @@ class Task(NamedTuple):
     start: int
     end: int | None      # None: to the end of the source
     size: int            # on-disk bytes this task covers (for the progress bar)
+    limits: Limits | None = None  # the accumulators' limits (None: the defaults)
 
 
 class Outcome(NamedTuple):
@@ -83,7 +85,8 @@ class Outcome(NamedTuple):
 class _Collector:
     """Gathers one task's records and counts."""
 
-    def __init__(self, source: str, absolute: bool) -> None:
+    def __init__(self, source: str, absolute: bool, limits: Limits | None = None) -> None:
+        self.limits = limits  # for every accumulator the task makes
         self.prefix = (b'{"source":' + orjson.dumps(_shown(source)) + b',"stream":') if absolute else None
         self.parts: list = []
         self.span = 0
@@ -170,7 +173,7 @@ def detect(head: bytes, format: str) -> tuple[str, str]:
 
 def run_task(task: Task) -> Outcome:
     """Do one task (in a worker process or in this one) and return its Outcome."""
-    out = _Collector(task.source, absolute=task.start == 0)
+    out = _Collector(task.source, absolute=task.start == 0, limits=task.limits)
     try:
         reader, compression, raw = open_source(task.source)
     except Problem as exc:
@@ -335,7 +338,7 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
                 for cut in inner + [c - lo]:
                     m = content(buf, lo + p, lo + cut)
                     if m is not None:
-                        one = Accumulator(format=fmt)
+                        one = Accumulator(format=fmt, limits=out.limits)
                         one.feed(buf[m.start():lo + cut])
                         out.result(stream, one.finalize(), base + m.start())
                         stream += 1
@@ -355,7 +358,7 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
             if acc is None:
                 m = content(buf, p, c)
                 if m is not None:
-                    acc = Accumulator(format=fmt)
+                    acc = Accumulator(format=fmt, limits=out.limits)
                     acc_start = base + m.start()
                     acc.feed(mv[m.start():c])
             elif c > p:
@@ -368,7 +371,7 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
             if acc is None:
                 m = content(buf, p, safe)
                 if m is not None:
-                    acc = Accumulator(format=fmt)
+                    acc = Accumulator(format=fmt, limits=out.limits)
                     acc_start = base + m.start()
                     acc.feed(mv[m.start():safe])
             else:
@@ -387,7 +390,7 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
             out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
             if acc is not None or content(tail):
                 if acc is None:
-                    acc = Accumulator(format=fmt)
+                    acc = Accumulator(format=fmt, limits=out.limits)
                     acc_start = base
                 acc.feed(tail)
                 finish(None, 0)
@@ -467,7 +470,7 @@ def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fm
     if body is None:
         out.problem(line_no, offset, "no body", f"the line has no {'.'.join(field)!r}")
         return
-    acc = Accumulator(format=fmt)
+    acc = Accumulator(format=fmt, limits=out.limits)
     try:
         if type(body) is str:
             acc.feed(body.encode("utf-8", "surrogatepass"))
@@ -544,7 +547,7 @@ def _har(task: Task, reader: Any, out: _Collector) -> None:
         else:
             body = text.encode("utf-8", "surrogatepass")
         out.nbytes += len(body)
-        acc = Accumulator(format=fmt)
+        acc = Accumulator(format=fmt, limits=out.limits)
         acc.feed(body)
         out.result(i, acc.finalize(), 0)
     out.span = len(entries)
@@ -582,8 +585,9 @@ class Batch:
     def __init__(self, sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
                  jobs: int | None = 1, container: str = "auto",
                  on_problem: Callable[..., None] | None = None,
-                 on_progress: Callable[[Summary], None] | None = None) -> None:
+                 on_progress: Callable[[Summary], None] | None = None, limits: Limits | None = None) -> None:
         check_format(format)
+        self._limits = limits
         if container not in CONTAINERS:
             raise ValueError(f"unknown container {container!r}; known: {', '.join(CONTAINERS)}")
         self._sources = [sources] if isinstance(sources, str) else list(sources)
@@ -618,7 +622,7 @@ class Batch:
                 continue
             kind = self._kind(path)
             if path == STDIN:
-                yield "local", Task(path, kind, self._format, None, self._field, 0, None, 0)
+                yield "local", Task(path, kind, self._format, None, self._field, 0, None, 0, limits=self._limits)
                 continue
             try:
                 size = os.stat(path).st_size
@@ -627,13 +631,13 @@ class Batch:
                 continue
             self.summary.bytes_known += size
             if size <= RANGE or kind == "har":
-                yield "task", Task(path, kind, self._format, None, self._field, 0, None, size)
+                yield "task", Task(path, kind, self._format, None, self._field, 0, None, size, limits=self._limits)
                 continue
             yield from self._ranges(path, kind, size)
 
     def _ranges(self, path: str, kind: str, size: int) -> Iterator[tuple[str, Any]]:
         """Cut a large plain file into range tasks (a compressed one stays whole)."""
-        whole = ("task", Task(path, kind, self._format, None, self._field, 0, None, size))
+        whole = ("task", Task(path, kind, self._format, None, self._field, 0, None, size, limits=self._limits))
         try:
             with open(path, "rb") as f:
                 head = f.read(PROBE[-1])
@@ -658,7 +662,7 @@ class Batch:
         for start in range(0, size, RANGE):
             end = min(size, start + RANGE)
             yield "task", Task(path, kind, self._format, split, self._field, start,
-                               None if end >= size else end, end - start)
+                               None if end >= size else end, end - start, limits=self._limits)
 
     # running
 
@@ -740,7 +744,7 @@ class Batch:
 
 def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
                     jobs: int | None = 1, container: str = "auto",
-                    on_problem: Callable[..., None] | None = None) -> Batch:
+                    on_problem: Callable[..., None] | None = None, limits: Limits | None = None) -> Batch:
     """Reassemble the tool calls of many captured sources; iterate the result for one dict per call.
 
     ``sources``: files, directories (walked recursively), glob patterns, or "-" for standard
@@ -751,5 +755,7 @@ def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field
     Each record: ``source``, ``stream``, ``choice``, ``index``, ``id``, ``name``, ``arguments``,
     ``error``, ``quirks`` (and ``raw_arguments`` when the arguments did not parse). Problems
     go to ``on_problem(source, unit, number, offset, kind, message)``; ``.summary`` counts all.
+    ``limits`` (a callstitch.Limits) bound each stream's accumulator.
     """
-    return Batch(sources, format=format, field=field, jobs=jobs, container=container, on_problem=on_problem)
+    return Batch(sources, format=format, field=field, jobs=jobs, container=container, on_problem=on_problem,
+                 limits=limits)

@@ -12,6 +12,7 @@ from . import __version__
 from ._accumulator import IMPLEMENTATION
 from ._batch import CONTAINERS, Batch
 from ._dispatch import FORMATS
+from ._limits import Limits
 from ._progress import Progress
 
 _DESCRIPTION = """\
@@ -154,7 +155,7 @@ def reassemble_command(args: argparse.Namespace) -> int:
     progress = Progress(err) if not quiet and err.isatty() else None
     batch = Batch(args.inputs or ["-"], format=args.format, field=args.field, jobs=args.jobs,
                   container=args.container, on_problem=_problem_printer(err),
-                  on_progress=progress.update if progress is not None else None)
+                  on_progress=progress.update if progress is not None else None, limits=_limits(args))
     if args.output_format == "parquet":
         try:
             sink: Any = _ParquetSink(args.output if args.output else sys.stdout.buffer)
@@ -200,6 +201,36 @@ def _jobs(text: str) -> int:
     return n or (os.cpu_count() or 1)
 
 
+_LIMIT_OPTIONS = (
+    ("call_bytes", "64M", "argument bytes of one call"),
+    ("stream_bytes", "256M", "argument and text bytes of one stream"),
+    ("calls", "4096", "tool calls in one stream"),
+    ("choices", "128", "choices in one stream"),
+    ("event_bytes", "64M", "bytes of one SSE line or event, NDJSON line or event-stream message"),
+)
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _amount(text: str) -> int:
+    """Parse a limit: a whole number, optionally with K, M or G (binary units)."""
+    scale = _UNITS.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale != 1 else text
+    try:
+        value = int(digits) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 64M, 1G)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 (no limit) or more")
+    return value
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """Return the Limits the options ask for; options not given keep the defaults."""
+    given = {name: getattr(args, f"max_{name}") for name, _, _ in _LIMIT_OPTIONS
+             if getattr(args, f"max_{name}") is not None}
+    return Limits(**{name: value or None for name, value in given.items()})
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the command line."""
     parser = argparse.ArgumentParser(prog="callstitch", description="Reassemble streamed LLM tool calls.")
@@ -225,6 +256,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="jsonl (default) or parquet (needs pyarrow; arguments as a JSON string column)")
     re_.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar and no summary (problems are still reported)")
+    limits = re_.add_argument_group(
+        "limits", "bound what one stream may hold (README: Limits and safety); sizes take K, M, G; 0: no limit")
+    for name, default, what in _LIMIT_OPTIONS:
+        limits.add_argument(f"--max-{name.replace('_', '-')}", dest=f"max_{name}", type=_amount, metavar="N",
+                            help=f"{what} (default {default})")
     re_.set_defaults(run=reassemble_command)
     return parser
 

@@ -121,8 +121,16 @@ def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: 
 
 
 def make_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
-              cumulative: list[int] | None, last_start: int, bits: int) -> ToolCall:
-    """Build one finished ToolCall from a slot's state: its arguments parsed once."""
+              cumulative: list[int] | None, last_start: int, bits: int, cut: bool = False) -> ToolCall:
+    """Build one finished ToolCall from a slot's state: its arguments parsed once.
+
+    cut: the arguments went past Limits.call_bytes and the rest was dropped; they are reported
+    as truncated whatever the kept part looks like.
+    """
+    if cut:
+        error = ArgumentsError("truncated", "the rest of the arguments went past Limits.call_bytes and was dropped",
+                               call_id=call_id, name=name, offset=len(data), raw=data)
+        return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
     data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name)
     return ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more))
 

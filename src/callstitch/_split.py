@@ -30,7 +30,7 @@ import zlib
 
 import orjson
 
-from ._framing import EVENTSTREAM, NDJSON, SSE, parse_headers
+from ._framing import EVENTSTREAM, SSE, parse_headers
 
 __all__ = ["Splitter", "HOLD"]
 

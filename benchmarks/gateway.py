@@ -1,0 +1,311 @@
+"""What tool-call accumulation costs a gateway: the example gateway with and without callstitch.atee.
+
+Two measurements, printed with the machine, Python and package versions:
+
+1. The gateway (examples/gateway.py under uvicorn, in its own process) relays the same load of
+   realistic OpenAI chat streams from a replaying upstream (another process) to an httpx client
+   (this process), once as a plain pass-through (``tee=None``) and once through ``callstitch.atee``
+   with an on_call that counts. The figure is the gateway process's CPU time (user + system, from
+   /proc) per stream; the two configurations take turns, several rounds, and the ratio of the
+   totals is printed. Target: atee / plain <= 1.05. The pure-Python twin is shown too (a gateway
+   started with CALLSTITCH_NO_EXTENSIONS=1).
+2. ``callstitch.tee`` over an iterator of chunks against feeding an Accumulator directly, in
+   process: the same OpenAI streams cut into 1-16 KiB reads, as httpx yields them off a socket.
+   Target: tee / feed <= 1.1.
+
+    python benchmarks/gateway.py            # ~1 minute
+    python benchmarks/gateway.py --quick    # ~20 s
+
+Needs the ``gateway`` extra (starlette, uvicorn, httpx) and Linux (/proc) for the first part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import workload  # noqa: E402
+
+HOST = "127.0.0.1"
+SEED = 11
+
+
+# -- the servers (this file runs them as subprocesses) --------------------------------------------
+
+def corpus(n: int) -> list[list[bytes]]:
+    """Return n OpenAI chat streams, each as its SSE events (what a provider flushes one at a time)."""
+    out = []
+    for body, _calls in workload.responses(n, seed=SEED):
+        events = body.split(b"\n\n")
+        out.append([e + b"\n\n" for e in events[:-1]] + ([events[-1]] if events[-1] else []))
+    return out
+
+
+def serve_upstream(port: int, n: int) -> None:
+    """Replay stream number body["i"] event by event, like a provider flushing each SSE event."""
+    import uvicorn
+
+    streams = corpus(n)
+
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        events = streams[json.loads(body)["i"] % len(streams)]
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        for event in events:
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+            await asyncio.sleep(0)  # let the transport flush: one event per write, not one big write
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    uvicorn.run(app, host=HOST, port=port, log_level="warning", access_log=False, http="h11", loop="asyncio",
+                lifespan="on", backlog=2048)
+
+
+def serve_gateway(port: int, upstream: str, mode: str) -> None:
+    """Run examples/gateway.py's app: mode "plain" (tee=None) or "atee" (callstitch.atee, on_call counts)."""
+    import uvicorn
+
+    sys.path.insert(0, str(ROOT))
+    from examples import gateway
+
+    import callstitch
+
+    logging.getLogger("callstitch.gateway").setLevel(logging.WARNING)  # no startup line in the report
+    seen = []
+    app = gateway.create_app(upstream, on_call=lambda stream_id, call: seen.append(None),
+                             tee=None if mode == "plain" else callstitch.atee)
+    uvicorn.run(app, host=HOST, port=port, log_level="warning", access_log=False, http="h11", loop="asyncio",
+                lifespan="on", backlog=2048)
+
+
+# -- driving them ---------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def start(args: list[str], env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, *args, str(port)], cwd=ROOT, env=env)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection((HOST, port), timeout=0.2).close()
+            return proc, f"http://{HOST}:{port}"
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise SystemExit(f"server {args} did not start")
+            time.sleep(0.05)
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return the process's user + system CPU time, from /proc/<pid>/stat."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def load(url: str, indices: list[int], concurrency: int, check: list[bytes] | None = None) -> int:
+    """POST one request per index through url, `concurrency` at a time; return the bytes received."""
+    import httpx
+
+    sem = asyncio.Semaphore(concurrency)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(trust_env=False, verify=False, timeout=60, limits=limits) as client:
+        async def one(i: int) -> int:
+            async with sem:
+                async with client.stream("POST", url + "/v1/chat/completions", content=json.dumps({"i": i})) as r:
+                    data = b"".join([c async for c in r.aiter_raw()])
+            if check is not None and data != check[i]:
+                raise SystemExit(f"stream {i}: the bytes differ from the upstream's")
+            return len(data)
+        return sum(await asyncio.gather(*(one(i) for i in indices)))
+
+
+def gateway_cost(n_streams: int, rounds: int, concurrency: int) -> None:
+    if not os.path.exists("/proc/self/stat"):
+        print("gateway CPU: skipped (needs /proc)")
+        return
+    bodies = [b"".join(events) for events in corpus(n_streams)]
+    upstream, upstream_url = start(["--serve-upstream", str(n_streams)])
+    env_py = dict(os.environ, CALLSTITCH_NO_EXTENSIONS="1")
+    gateways = {}
+    try:
+        gateways["plain"] = start(["--serve-gateway", upstream_url, "plain"])
+        gateways["atee"] = start(["--serve-gateway", upstream_url, "atee"])
+        gateways["atee-py"] = start(["--serve-gateway", upstream_url, "atee"], env=env_py)
+        indices = list(range(n_streams))
+        for name, (_proc, url) in gateways.items():  # warm up, and check the bytes come through untouched
+            asyncio.run(load(url, indices[: min(50, n_streams)], concurrency, check=bodies))
+        cpu = {name: [] for name in gateways}
+        total = 0
+        for r in range(rounds):
+            order = list(gateways) if r % 2 == 0 else list(reversed(gateways))
+            for name in order:
+                proc, url = gateways[name]
+                before = cpu_seconds(proc.pid)
+                total = asyncio.run(load(url, indices, concurrency))
+                cpu[name].append(cpu_seconds(proc.pid) - before)
+        mb = total / 1e6
+        print(f"\n1. Gateway process CPU per stream: {n_streams} OpenAI chat streams a round ({mb:.1f} MB, "
+              f"{mb * 1e6 / n_streams / 1024:.0f} KiB and ~{sum(map(len, corpus(n_streams))) // n_streams} events a stream), "
+              f"{concurrency} at a time, {rounds} rounds")
+        print(f"   {'gateway':<36}{'CPU s, each round':<32}{'µs/stream':>10}{'vs plain':>10}")
+        plain = sum(cpu["plain"])
+        labels = {"plain": "plain pass-through (tee=None)", "atee": "callstitch.atee, compiled twin",
+                  "atee-py": "callstitch.atee, pure-Python twin"}
+        for name, values in cpu.items():
+            each = " ".join(f"{v:.2f}" for v in values)
+            per = sum(values) / (rounds * n_streams) * 1e6
+            print(f"   {labels[name]:<36}{each:<32}{per:>10.0f}{sum(values) / plain:>9.3f}x")
+        ratio = sum(cpu["atee"]) / plain
+        per_round = [a / p for a, p in zip(cpu["atee"], cpu["plain"])]
+        print(f"   => accumulation (compiled twin) adds {100 * (ratio - 1):+.1f}% CPU "
+              f"(per-round ratios {', '.join(f'{x:.3f}' for x in per_round)}; target <= 1.05): "
+              f"{'OK' if ratio <= 1.05 else 'OVER TARGET'}")
+    finally:
+        for proc, _url in [*gateways.values(), (upstream, None)]:
+            proc.terminate()
+        for proc, _url in [*gateways.values(), (upstream, None)]:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+# -- tee against feed, in process -----------------------------------------------------------------
+
+def cut_reads(bodies: list[bytes], rng: random.Random) -> list[list[bytes]]:
+    """Cut each body into reads of 1-16 KiB, the sizes httpx's aiter_raw yields off a socket."""
+    out = []
+    for body in bodies:
+        reads, i = [], 0
+        while i < len(body):
+            n = rng.randint(1024, 16384)
+            reads.append(body[i:i + n])
+            i += n
+        out.append(reads)
+    return out
+
+
+def tee_cost(n_streams: int, repeats: int) -> None:
+    import callstitch
+
+    rng = random.Random(SEED)
+    real = (ROOT / "tests" / "fixtures" / "captures" / "openai__openai-python__chat-parallel-weather-and-stock.sse").read_bytes()
+    assert len(callstitch.reassemble(real).tool_calls) == 2
+    sets = {
+        "generated OpenAI chat streams": cut_reads([body for body, _ in workload.responses(n_streams, seed=SEED + 1)], rng),
+        "a real OpenAI stream (7.7 KB), many times": cut_reads([real] * (n_streams * 10), rng),
+    }
+
+    def feed(streams: list[list[bytes]]) -> int:
+        n = 0
+        for reads in streams:
+            acc = callstitch.Accumulator(format="auto")
+            for data in reads:
+                for call in acc.feed(data):
+                    on_call(call)
+            n += len(acc.finalize().tool_calls)
+        return n
+
+    def tee(streams: list[list[bytes]]) -> int:
+        n = 0
+        for reads in streams:
+            t = callstitch.tee(iter(reads), format="auto", on_call=on_call)
+            for _data in t:
+                pass
+            n += len(t.result.tool_calls)
+        return n
+
+    def on_call(call: object) -> None:
+        pass
+
+    print(f"\n2. tee over an iterator of chunks vs Accumulator.feed, in process ({callstitch.IMPLEMENTATION} twin), "
+          f"reads of 1-16 KiB, on_call a no-op, best of {repeats}")
+    print(f"   {'streams':<62}{'feed ms':>9}{'tee ms':>9}{'MB/s feed':>11}{'tee/feed':>10}")
+    worst = 0.0
+    for label, streams in sets.items():
+        size = sum(len(b) for reads in streams for b in reads)
+        assert feed(streams) == tee(streams)
+        best = {"feed": float("inf"), "tee": float("inf")}
+        for r in range(repeats):
+            for name, fn in ((("feed", feed), ("tee", tee)) if r % 2 == 0 else (("tee", tee), ("feed", feed))):
+                t0 = time.perf_counter()
+                fn(streams)
+                best[name] = min(best[name], time.perf_counter() - t0)
+        ratio = best["tee"] / best["feed"]
+        worst = max(worst, ratio)
+        text = f"{label}: {len(streams)}, {size / 1e6:.1f} MB, {sum(map(len, streams))} reads"
+        print(f"   {text:<62}{best['feed'] * 1e3:9.1f}{best['tee'] * 1e3:9.1f}{size / best['feed'] / 1e6:11.0f}{ratio:9.3f}x")
+    print(f"   => tee / feed = {worst:.3f}x at worst (target <= 1.1): {'OK' if worst <= 1.1 else 'OVER TARGET'}")
+
+
+def header() -> None:
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        cpu = platform.processor() or cpu
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"machine: {cpu}, {cores} cores, {platform.system()} {platform.release()}; "
+          f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"python:  {platform.python_version()} ({platform.python_implementation()})")
+    import callstitch
+    versions = [f"callstitch {callstitch.__version__} ({callstitch.IMPLEMENTATION})"]
+    for dist in ("orjson", "starlette", "uvicorn", "httpx", "h11", "anyio"):
+        try:
+            versions.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{dist} missing")
+    print("packages: " + ", ".join(versions))
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--serve-upstream":
+        return serve_upstream(int(argv[2]), int(argv[1]))
+    if argv and argv[0] == "--serve-gateway":
+        return serve_gateway(int(argv[3]), argv[1], argv[2])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller load, fewer rounds")
+    parser.add_argument("--streams", type=int, help="streams a round (default 400, quick 100)")
+    parser.add_argument("--rounds", type=int, help="rounds per gateway (default 4, quick 2)")
+    parser.add_argument("--concurrency", type=int, default=32)
+    opts = parser.parse_args(argv)
+    header()
+    gateway_cost(opts.streams or (100 if opts.quick else 400), opts.rounds or (2 if opts.quick else 4), opts.concurrency)
+    tee_cost(200 if opts.quick else 1000, 3 if opts.quick else 7)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""Reassemble captured streams on Apache Spark: one row per tool call, with ``mapInArrow``.
+
+```python
+from callstitch.spark import reassemble
+
+logs = spark.read.parquet("s3://gateway-logs/2025/")       # one captured response per row
+calls = reassemble(logs, body_col="response_body", keep=["request_id", "ts"])
+calls.write.parquet("s3://gateway-logs-calls/2025/")
+```
+
+The work runs in Spark's own Python workers, one Arrow record batch at a time: each body is
+handed to its own Accumulator as a slice of the batch's buffer (no copy, no Python object per
+body), and the output columns are built per batch. Nothing of callstitch's own schedules work;
+any cluster with PySpark >= 3.4, pyarrow and callstitch installed on the workers runs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+from typing import Any, Iterable, Iterator
+
+import orjson
+
+try:
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(f"callstitch.spark needs pyspark and pyarrow: pip install 'callstitch[spark]' ({exc})") from None
+
+from ._accumulator import Accumulator
+from ._dispatch import check_format
+from ._limits import Limits
+
+__all__ = ["reassemble", "CALL_COLUMNS", "call_schema"]
+
+# The columns reassemble() adds after the kept ones: the CLI's record fields (``stream`` aside,
+# which the kept columns replace), the stream's format, and the stream's own errors.
+CALL_COLUMNS = (
+    ("choice", T.LongType()),
+    ("index", T.LongType()),
+    ("id", T.StringType()),
+    ("name", T.StringType()),
+    ("arguments", T.StringType()),          # the parsed arguments as compact JSON text; null when invalid
+    ("error", T.StringType()),              # the call's ArgumentsError as text, or null
+    ("quirks", T.ArrayType(T.StringType())),
+    ("raw_arguments", T.StringType()),      # the text as received, when arguments is null
+    ("format", T.StringType()),             # the stream's wire format (as detected with "auto")
+    ("stream_errors", T.ArrayType(T.StringType())),
+)
+_NAMES = tuple(name for name, _ in CALL_COLUMNS)
+_BODY = "__callstitch_body"   # the body column's name inside the job (kept columns keep theirs)
+
+# How the body column is read in the workers.
+_RAW = "raw"                   # string or binary: the whole response body
+_CHUNKS = "chunks"             # array<string>: one chunk (JSON text) per element
+_CHUNKS_JSON = "chunks-json"   # array<struct | map | ...>, turned into one JSON array text by Spark
+
+
+def call_schema(keep_fields: Iterable[T.StructField] = ()) -> T.StructType:
+    """Return the schema of reassemble()'s output: the kept columns, then CALL_COLUMNS."""
+    return T.StructType(list(keep_fields) + [T.StructField(name, kind, nullable=True) for name, kind in CALL_COLUMNS])
+
+
+def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Limits | None = None,
+               keep: Iterable[str] | str | None = None) -> Any:
+    """Reassemble the tool calls of a DataFrame of captured responses; return one row per call.
+
+    ``df`` holds one captured response per row. ``body_col`` is the body: a string or binary
+    column with the raw response (SSE, NDJSON or the binary AWS event stream), or an array
+    column of chunk objects (JSON text, structs or maps), fed one by one with
+    ``Accumulator.feed_chunk``. ``format`` is a wire format name or "auto" (detected per row);
+    ``limits`` bounds each stream (callstitch.Limits). ``keep`` names the input columns to carry
+    into every output row (a row's key: they play the part of the CLI's ``stream``); None, the
+    default, keeps every column but the body.
+
+    Each output row is one tool call, with the kept columns, then ``choice``, ``index``, ``id``,
+    ``name``, ``arguments`` (JSON text), ``error``, ``quirks``, ``raw_arguments`` (set when
+    ``arguments`` is null), as in the CLI's records, then the stream's ``format`` and its
+    ``stream_errors`` (each as text, on every row of the stream). A row whose stream had errors
+    but no calls, or whose body is null or not usable, gives one row with null call fields and
+    the error text in ``stream_errors``: bad bodies never fail the job. A row with neither calls
+    nor errors gives no output row.
+    """
+    check_format(format)
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a callstitch.Limits, not {type(limits).__name__}")
+    schema = df.schema
+    names = schema.fieldNames()
+    if body_col not in names:
+        raise ValueError(f"no column {body_col!r} in the DataFrame; its columns: {', '.join(names)}")
+    if keep is None:
+        keep = [n for n in names if n != body_col]
+    elif isinstance(keep, str):
+        keep = [keep]
+    else:
+        keep = list(keep)
+    for name in keep:
+        if name not in names:
+            raise ValueError(f"keep names {name!r}, which is not a column of the DataFrame; "
+                             f"its columns: {', '.join(names)}")
+        if name in _NAMES:
+            raise ValueError(f"the column {name!r} would clash with the output column of that name; rename it "
+                             f"first (df.withColumnRenamed({name!r}, 'request_{name}')) or leave it out of keep")
+    if len(set(keep)) != len(keep):
+        raise ValueError(f"keep names a column twice: {keep!r}")
+
+    body_type = schema[body_col].dataType
+    body = F.col(body_col)
+    if isinstance(body_type, (T.StringType, T.BinaryType)):
+        kind = _RAW
+    elif isinstance(body_type, T.ArrayType) and isinstance(body_type.elementType, T.StringType):
+        kind = _CHUNKS
+    elif isinstance(body_type, T.ArrayType):
+        # Spark writes the chunks as JSON on the JVM side (leaving out null fields, as the
+        # original JSON most likely did); the worker reads them back with orjson.
+        kind, body = _CHUNKS_JSON, F.to_json(body)
+    else:
+        raise TypeError(f"the column {body_col!r} is {body_type.simpleString()}; expected a body (string or "
+                        "binary) or an array of chunks (of JSON strings, structs or maps)")
+
+    out_schema = call_schema([schema[name] for name in keep])
+    selected = df.select(*[F.col(name) for name in keep], body.alias(_BODY))
+    work = functools.partial(_map_batches, kind, format, limits, len(keep))
+    with warnings.catch_warnings():
+        # mapInArrow asks for pandas only to check it is there; its version does not matter here.
+        warnings.filterwarnings("ignore", message=".*does not yet fully support pandas", category=FutureWarning)
+        return selected.mapInArrow(work, out_schema)
+
+
+# -- the workers' side -------------------------------------------------------------------------
+
+def _map_batches(kind: str, format: str, limits: Limits | None, nkeep: int,
+                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Turn each input batch (kept columns, then the body) into a batch of call rows."""
+    for batch in batches:
+        out = _calls(batch, kind, format, limits, nkeep)
+        if out is not None:
+            yield out
+
+
+def _raw_bodies(arr: pa.Array) -> Iterator[memoryview | None]:
+    """Yield each body of a string or binary Arrow array as a slice of its buffer (None for null)."""
+    n = len(arr)
+    _, offsets, data = arr.buffers()
+    large = pa.types.is_large_binary(arr.type) or pa.types.is_large_string(arr.type)
+    offs = pa.Array.from_buffers(pa.int64() if large else pa.int32(), n + 1, [None, offsets],
+                                 offset=arr.offset).to_pylist()
+    view = memoryview(data) if data is not None else memoryview(b"")
+    if arr.null_count:
+        for valid, a, b in zip(arr.is_valid().to_pylist(), offs, offs[1:]):
+            yield view[a:b] if valid else None
+    else:
+        for a, b in zip(offs, offs[1:]):
+            yield view[a:b]
+
+
+def _dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits, or a lone surrogate
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None, nkeep: int) -> pa.RecordBatch | None:
+    """Reassemble every body of one batch; return the call rows (None when there are none)."""
+    body = batch.column(nkeep)
+    bodies: Iterable[Any] = body.to_pylist() if kind == _CHUNKS else _raw_bodies(body)
+    # Strings go out as Spark sends them in: large ones when it is set to (useLargeVarTypes).
+    sent = body.type.value_type if kind == _CHUNKS else body.type
+    large = pa.types.is_large_binary(sent) or pa.types.is_large_string(sent)
+    string_type = pa.large_string() if large else pa.string()
+
+    rows: list[int] = []              # the input row of each output row
+    choice: list = []
+    index: list = []
+    ids: list = []
+    names: list = []
+    arguments: list = []
+    error: list = []
+    quirks: list = []
+    raw: list = []
+    formats: list = []
+    stream_errors: list = []
+
+    def error_row(i: int, fmt: str | None, errors: list[str]) -> None:
+        rows.append(i)
+        for col in (choice, index, ids, names, arguments, error, quirks, raw):
+            col.append(None)
+        formats.append(fmt)
+        stream_errors.append(errors)
+
+    for i, data in enumerate(bodies):
+        if data is None:
+            error_row(i, None, ["no body: the body column is null"])
+            continue
+        acc = Accumulator(format=format, limits=limits)
+        try:
+            if kind == _RAW:
+                acc.feed(data)
+            else:
+                chunks = data if kind == _CHUNKS else orjson.loads(data)
+                for chunk in chunks:
+                    acc.feed_chunk(chunk)
+            result = acc.finalize()
+        except (TypeError, ValueError) as exc:  # a chunk that is not JSON or not an object
+            error_row(i, None, [f"unexpected shape: {exc}"])
+            continue
+        except Exception as exc:  # noqa: BLE001 - one body must never fail a job of millions
+            error_row(i, None, [f"internal error: {type(exc).__name__}: {exc}"])
+            continue
+        calls = result.tool_calls
+        errors = [str(e) for e in result.errors]
+        if not calls:
+            if errors:
+                error_row(i, result.format, errors)
+            continue
+        fmt = result.format
+        for call in calls:
+            rows.append(i)
+            choice.append(call.choice)
+            index.append(call.index)
+            ids.append(call.id)
+            names.append(call.name)
+            args = call.arguments
+            if args is None:
+                arguments.append(None)
+                raw.append(call.raw_arguments)
+            else:
+                arguments.append(_dumps(args))
+                raw.append(None)
+            error.append(None if call.error is None else str(call.error))
+            quirks.append(list(call.quirks))
+            formats.append(fmt)
+            stream_errors.append(errors)
+
+    if not rows:
+        return None
+    strings = pa.list_(string_type)
+    take = pa.array(rows, pa.int32())
+    columns = [batch.column(k).take(take) for k in range(nkeep)]
+    columns += [
+        pa.array(choice, pa.int64()), pa.array(index, pa.int64()),
+        pa.array(ids, string_type), pa.array(names, string_type), pa.array(arguments, string_type),
+        pa.array(error, string_type), pa.array(quirks, strings), pa.array(raw, string_type),
+        pa.array(formats, string_type), pa.array(stream_errors, strings),
+    ]
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_NAMES))
