@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -135,23 +135,37 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
     return ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more))
 
 
-def build_result(calls: Iterable[tuple], texts: dict, state: Any) -> Result:
+def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
     """Build the Result from the accumulator's finished calls and texts.
 
-    calls: (choice, seq, ToolCall) per call, seq being the order of first appearance;
+    calls: (choice, seq, ToolCall) per call, in order of first appearance (seq);
     texts: choice -> [content, reasoning, refusal] as bytes or None.
     """
-    ordered = [call for _choice, _seq, call in sorted(calls, key=lambda c: (c[0], c[1]))]
-    choice_ids = set(texts) | set(state.finish_reasons) | {c.choice for c in ordered}
+    reasons = state.finish_reasons
+    by_choice: dict[int, list] = {}
+    for choice, _seq, call in calls:  # already in order of first appearance
+        group = by_choice.get(choice)
+        if group is None:
+            by_choice[choice] = [call]
+        else:
+            group.append(call)
+    numbers = by_choice.keys() | texts.keys() | reasons.keys()
+    if len(numbers) > 1:
+        numbers = sorted(numbers)
+    ordered: list[ToolCall] = []
     choices = []
-    for k in sorted(choice_ids):
-        content, reasoning, refusal = texts.get(k, (None, None, None))
-        choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal),
-                              state.finish_reasons.get(k), [c for c in ordered if c.choice == k]))
+    for k in numbers:
+        group = by_choice.get(k, [])
+        ordered += group
+        content, reasoning, refusal = texts.get(k, _NO_TEXT)
+        choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(k), group))
     usage = state.usage
     if type(usage) is RawJSON:
         usage = orjson.loads(usage.data)
     return Result(ordered, list(state.errors), state.complete, state.format, choices, usage)
+
+
+_NO_TEXT = (None, None, None)
 
 
 def _decode(data: bytes | None) -> str | None:

@@ -42,11 +42,14 @@ UNLIMITED = 1 << 62  # what None becomes inside the accumulators: a number no st
 def as_numbers(limits: Limits | None) -> tuple[int, int, int, int, int]:
     """Return (call_bytes, stream_bytes, calls, choices, event_bytes) with None as UNLIMITED."""
     if limits is None:
-        limits = DEFAULT_LIMITS
-    elif not isinstance(limits, Limits):
+        return _DEFAULT_NUMBERS
+    if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a callstitch.Limits, not {type(limits).__name__}")
     return tuple(UNLIMITED if v is None else v for v in (  # type: ignore[return-value]
         limits.call_bytes, limits.stream_bytes, limits.calls, limits.choices, limits.event_bytes))
+
+
+_DEFAULT_NUMBERS = as_numbers(DEFAULT_LIMITS)
 
 
 def describe(name: str, value: int) -> str:

@@ -1,0 +1,338 @@
+"""callstitch.spark on a local Spark: the rows equal reassemble_many's records, row for row.
+
+One SparkSession (local[2], no UI, bound to the loopback) serves the whole module. The Spark
+workers are separate processes that pick their implementation the way any import does (the
+CALLSTITCH_NO_EXTENSIONS variable, inherited), so these tests compare Spark against
+reassemble_many run here on the same twin, rather than taking the [c]/[py] fixture: the twins'
+agreement is tested elsewhere, and one JVM per test session keeps the suite fast.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+
+import pytest
+
+pytest.importorskip("pyspark")
+# PySpark 4 warns about pandas 3 on every Arrow call; callstitch.spark does not use pandas.
+pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+
+import orjson  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import types as T  # noqa: E402
+
+import callstitch  # noqa: E402
+import callstitch.spark as cs_spark  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import workload  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CAPTURES = os.path.join(HERE, "fixtures", "captures")
+FORMATS = {"openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"}
+CALL_FIELDS = ["choice", "index", "id", "name", "arguments", "error", "quirks"]
+
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local Spark for the module: 2 cores, small batches and partitions, loopback only."""
+    if _java() is None:
+        pytest.fail("the Spark tests need a Java runtime (17 or newer) and found none: install one "
+                    "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME", pytrace=False)
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers must import this callstitch
+    session = (SparkSession.builder.master("local[2]").appName("callstitch-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.driver.memory", "1g")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "16")  # several batches per partition
+               .config("spark.python.worker.reuse", "true")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    if saved is None:
+        os.environ.pop("PYSPARK_PYTHON", None)
+    else:
+        os.environ["PYSPARK_PYTHON"] = saved
+
+
+# -- inputs -----------------------------------------------------------------------------------
+
+def _capture_paths(ext: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(CAPTURES, "*." + ext)))
+
+
+def _generated() -> list[bytes]:
+    bodies = [b for b, _ in workload.responses(6, seed=3)]
+    for fmt in sorted(FORMATS - {"openai-chat", "bedrock"}):  # bedrock's generated bodies are binary
+        bodies += [b for b, _ in workload.format_responses(fmt, 3, seed=3)]
+    return bodies
+
+
+BAD_TEXT = [
+    "data: {not json\n\n",
+    "",                                                            # nothing: no row at all
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":"
+    "{\"name\":\"f\",\"arguments\":\"{\\\"a\\\": 1\"}}]}}]}\n\n",   # truncated arguments: a call with an error
+    "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n",
+    "\x00\x01 random bytes \ufffd\n\n",
+]
+
+
+def _text_bodies() -> list[str | None]:
+    """Every text capture, generated bodies of every text format, bad bodies and a null, mixed."""
+    good = [open(p, encoding="utf-8").read() for p in _capture_paths("sse")]
+    good += [b.decode() for b in _generated()]
+    bodies: list[str | None] = []
+    bad = BAD_TEXT + [None]
+    for i, body in enumerate(good):
+        bodies.append(body)
+        if i % 7 == 3 and bad:
+            bodies.append(bad.pop())
+    return bodies + bad
+
+
+def _log(tmp_path, bodies: list, field: str = "body", name: str = "log.jsonl") -> str:
+    """Write the bodies as a JSONL log, one per line (a null body: a line without the field)."""
+    path = tmp_path / name
+    path.write_bytes(b"".join(orjson.dumps({field: b} if b is not None else {"other": 1}) + b"\n"
+                              for b in bodies))
+    return str(path)
+
+
+def _expected(sources, **kwargs) -> tuple[list[dict], list[tuple]]:
+    problems: list[tuple] = []
+    batch = callstitch.reassemble_many(sources, jobs=1, on_problem=lambda *a: problems.append(a), **kwargs)
+    return list(batch), problems
+
+
+def _records(rows, key: str, source: str | None = None) -> list[dict]:
+    """Turn the call rows back into the CLI's records (``stream`` from the key column)."""
+    out = []
+    for row in rows:
+        if row["choice"] is None:
+            continue
+        record = {"source": source if source is not None else row["source"], "stream": row[key]}
+        for name in CALL_FIELDS:
+            record[name] = row[name]
+        record["arguments"] = None if row["arguments"] is None else orjson.loads(row["arguments"])
+        if record["arguments"] is None:
+            record["raw_arguments"] = row["raw_arguments"]
+        else:
+            assert row["raw_arguments"] is None
+        out.append(record)
+    return out
+
+
+def _collect(df, key: str) -> list[dict]:
+    rows = [r.asDict(recursive=True) for r in df.collect()]
+    rows.sort(key=lambda r: r[key])  # stable: the calls of one row keep their order
+    return rows
+
+
+# -- equal to reassemble_many -----------------------------------------------------------------
+
+def test_workers_run_the_same_implementation(spark):
+    def which(batches):
+        import callstitch as cs
+        for batch in batches:
+            yield pa.RecordBatch.from_pydict({"impl": [cs.IMPLEMENTATION] * batch.num_rows})
+
+    got = {r.impl for r in spark.range(4).mapInArrow(which, "impl string").collect()}
+    assert got == {callstitch.IMPLEMENTATION}
+
+
+def test_string_bodies_equal_reassemble_many(spark, tmp_path):
+    bodies = _text_bodies()
+    path = _log(tmp_path, bodies)
+    expected, problems = _expected([path], field="body")
+    df = spark.createDataFrame(list(enumerate(bodies)), "line long, body string")
+    rows = _collect(cs_spark.reassemble(df), "line")
+
+    assert _records(rows, "line", path) == expected
+    assert len(expected) > 60
+    # Every stream that had problems and no calls gives one error row; no other row is empty.
+    with_calls = {r["stream"] for r in expected}
+    error_rows = {r["line"]: r for r in rows if r["choice"] is None}
+    assert set(error_rows) == {p[2] for p in problems if p[2] not in with_calls}
+    for line, row in error_rows.items():
+        assert row["stream_errors"] and all(row[f] is None for f in CALL_FIELDS + ["raw_arguments"])
+        messages = [p[5] for p in problems if p[2] == line]
+        assert all(any(m in text or text.startswith("no body") for text in row["stream_errors"]) for m in messages)
+    assert error_rows[bodies.index(None)]["stream_errors"] == ["no body: the body column is null"]
+    assert {r["format"] for r in rows if r["choice"] is not None} == FORMATS
+
+
+def test_binary_bodies_every_format(spark, tmp_path):
+    # The captures as they are on disk, the binary AWS event streams (Bedrock) among them.
+    paths = _capture_paths("sse") + _capture_paths("eventstream")
+    expected, _ = _expected(paths)
+    df = spark.createDataFrame([(p, open(p, "rb").read()) for p in paths], "source string, body binary")
+    rows = [r.asDict(recursive=True) for r in cs_spark.reassemble(df, keep="source").collect()]
+    rows.sort(key=lambda r: paths.index(r["source"]))
+    got = _records(rows, "source")
+    for record in got:  # each file holds one response: stream 0
+        record["stream"] = 0
+    assert got == expected
+    assert {r["format"] for r in rows if r["choice"] is not None} == FORMATS - {"ollama"}
+    assert any(r["format"] == "bedrock" and p.endswith(".eventstream")
+               for r in rows for p in [r["source"]])
+
+
+def test_string_and_binary_columns_agree(spark):
+    bodies = [b for b in _text_bodies() if b is not None]
+    text = spark.createDataFrame(list(enumerate(bodies)), "k long, body string")
+    binary = spark.createDataFrame([(i, b.encode()) for i, b in enumerate(bodies)], "k long, body binary")
+    assert _collect(cs_spark.reassemble(text), "k") == _collect(cs_spark.reassemble(binary), "k")
+
+
+def test_generated_binary_bedrock_and_a_named_format(spark):
+    bodies = [b for b, _ in workload.format_responses("bedrock", 20, seed=5)]
+    df = spark.createDataFrame(list(enumerate(bodies)), "k int, body binary")
+    rows = _collect(cs_spark.reassemble(df, format="bedrock"), "k")
+    expected = [(i, c.to_dict()) for i, b in enumerate(bodies)
+                for c in callstitch.reassemble(b, format="bedrock").tool_calls]
+    assert [(r["k"], r["name"], orjson.loads(r["arguments"])) for r in rows] == \
+        [(i, d["name"], d["arguments"]) for i, d in expected]
+    assert {r["format"] for r in rows} == {"bedrock"}
+
+
+def _chunk_lists() -> list[list[str]]:
+    """The data payloads of the SSE captures, one list of JSON texts per response."""
+    lists = []
+    for path in _capture_paths("sse"):
+        text = open(path, encoding="utf-8").read()
+        chunks = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        lists.append([c for c in chunks if c.startswith("{")])
+    return lists
+
+
+def test_chunks_as_json_strings(spark, tmp_path):
+    lists = _chunk_lists() + [["{not json"], ["[1, 2]"], []]
+    path = _log(tmp_path, [[orjson.loads(c) if c.startswith("{") and c != "{not json" else c for c in chunks]
+                           for chunks in lists], field="chunks")
+    expected, problems = _expected([path], field="chunks")
+    df = spark.createDataFrame(list(enumerate(lists)), "line long, chunks array<string>")
+    rows = _collect(cs_spark.reassemble(df, body_col="chunks"), "line")
+    assert _records(rows, "line", path) == expected
+    assert len({r["stream"] for r in expected}) > 25
+    error_lines = {r["line"] for r in rows if r["choice"] is None}
+    assert {len(lists) - 3, len(lists) - 2} <= error_lines
+    assert error_lines <= {p[2] for p in problems}
+
+
+def test_chunks_as_structs_read_from_json(spark, tmp_path):
+    # A gateway log of OpenAI chat chunks, read by Spark's JSON reader: an array<struct> column.
+    lists = [[orjson.loads(c) for c in chunks] for chunks, p in zip(_chunk_lists(), _capture_paths("sse"))
+             if callstitch.reassemble(open(p, "rb").read(), format="auto").format == "openai-chat"]
+    path = tmp_path / "chunks.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"line": i, "response": {"chunks": c}}) + b"\n"
+                              for i, c in enumerate(lists)))
+    expected, _ = _expected([str(path)], field="response.chunks")
+    df = spark.read.json(str(path)).selectExpr("line", "response.chunks AS chunks")
+    assert isinstance(df.schema["chunks"].dataType.elementType, T.StructType)
+    rows = _collect(cs_spark.reassemble(df, body_col="chunks"), "line")
+    assert _records(rows, "line", str(path)) == expected
+    assert len(expected) >= len(lists)
+
+
+# -- bad input, shapes, options ---------------------------------------------------------------
+
+def test_bad_bodies_give_error_rows(spark):
+    bad = [b"\xff\xfe\x00garbage", b"data: {\n\n", b"\x00\x00\x00\x10\x00\x00\x00\x00broken eventstream",
+           b"data: " + b"[" * 100_000 + b"\n\n", None, os.urandom(5000), b"event: error\ndata: {}\n\n"]
+    good = [b for b, _ in workload.responses(3, seed=11)]
+    df = spark.createDataFrame(list(enumerate(bad + good)), "k long, body binary")
+    rows = _collect(cs_spark.reassemble(df), "k")
+    by_key: dict = {}
+    for r in rows:
+        by_key.setdefault(r["k"], []).append(r)
+    for k in range(len(bad)):
+        if k in by_key:
+            (row,) = by_key[k]
+            assert row["choice"] is None and row["stream_errors"], row
+    # An error row exactly where the library reports stream errors (and for the null body).
+    erring = {k for k, b in enumerate(bad) if b is None or callstitch.reassemble(b, format="auto").errors}
+    assert {k for k in by_key if k < len(bad)} == erring
+    assert {1, 2, 3, 4, 6} <= erring
+    expected = sum(len(callstitch.reassemble(b, format="auto").tool_calls) for b in good)
+    assert sum(len(by_key[k]) for k in range(len(bad), len(bad) + len(good))) == expected
+
+
+def test_limits_reach_the_workers(spark):
+    body = [b for b, _ in workload.responses(40, seed=2) if len(callstitch.reassemble(b).tool_calls) > 1][0]
+    df = spark.createDataFrame([(1, body)], "k int, body binary")
+    rows = cs_spark.reassemble(df, limits=callstitch.Limits(calls=1)).collect()
+    assert len(rows) == 1 and rows[0].choice == 0
+    assert any("Limits.calls" in e for e in rows[0].stream_errors)
+
+
+def test_empty_dataframe(spark):
+    df = spark.createDataFrame([], "k long, body binary")
+    out = cs_spark.reassemble(df)
+    assert out.schema == cs_spark.call_schema([df.schema["k"]])
+    assert out.collect() == []
+
+
+def test_schema_and_keep(spark):
+    df = spark.createDataFrame([(1, "a", 2.5, b"")], "k long, tag string, score double, body binary")
+    out = cs_spark.reassemble(df)
+    assert out.columns == ["k", "tag", "score", "choice", "index", "id", "name", "arguments", "error", "quirks",
+                           "raw_arguments", "format", "stream_errors"]
+    assert out.schema["quirks"].dataType == T.ArrayType(T.StringType())
+    assert cs_spark.reassemble(df, keep=["tag", "body"]).columns[:2] == ["tag", "body"]
+    assert cs_spark.reassemble(df, keep=()).columns[0] == "choice"
+
+
+def test_usage_errors(spark):
+    df = spark.createDataFrame([(1, "x", 2)], "id long, body string, n int")
+    with pytest.raises(ValueError, match="'id' would clash"):
+        cs_spark.reassemble(df)
+    assert cs_spark.reassemble(df, keep=["n"]).columns[0] == "n"
+    with pytest.raises(ValueError, match="no column 'payload'"):
+        cs_spark.reassemble(df, body_col="payload")
+    with pytest.raises(ValueError, match="not a column"):
+        cs_spark.reassemble(df, keep=["missing"])
+    with pytest.raises(ValueError, match="unknown format"):
+        cs_spark.reassemble(df, keep=["n"], format="openai")
+    with pytest.raises(TypeError, match="expected a body"):
+        cs_spark.reassemble(df, body_col="n", keep=[])
+    with pytest.raises(TypeError, match="callstitch.Limits"):
+        cs_spark.reassemble(df, keep=["n"], limits={"calls": 1})
+
+
+def test_example_round_trip(spark, tmp_path):
+    sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+    try:
+        import spark_reassemble
+    finally:
+        sys.path.pop(0)
+    bodies = [b for b, _ in workload.responses(30, seed=4)]
+    log = tmp_path / "gateway.jsonl"
+    log.write_bytes(b"".join(orjson.dumps({"request_id": f"r{i}", "response": {"body": b.decode()}}) + b"\n"
+                             for i, b in enumerate(bodies)))
+    out = tmp_path / "calls.parquet"
+    spark_reassemble.main([str(log), str(out), "--body", "response.body", "--keep", "request_id"], spark=spark)
+    import pyarrow.parquet as pq
+    table = pq.read_table(str(out)).to_pylist()
+    expected = [(f"r{i}", c.name, c.arguments) for i, b in enumerate(bodies)
+                for c in callstitch.reassemble(b, format="auto").tool_calls]
+    got = sorted(((r["request_id"], r["name"], orjson.loads(r["arguments"])) for r in table),
+                 key=lambda t: int(t[0][1:]))
+    assert sorted(got, key=lambda t: int(t[0][1:])) == sorted(expected, key=lambda t: int(t[0][1:]))
