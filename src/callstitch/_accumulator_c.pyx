@@ -92,7 +92,7 @@ cdef enum:
     FMT_OLLAMA = 7
 
 cdef cs_want _ANTHROPIC[6]
-cdef cs_want _RESPONSES[3]
+cdef cs_want _RESPONSES[11]
 cdef cs_want _BEDROCK[5]
 cdef cs_want _COHERE[8]
 cdef cs_want _GEMINI[9]
@@ -122,6 +122,15 @@ _want(&_ANTHROPIC[5], "delta", "thinking")
 _want(&_RESPONSES[0], "type")
 _want(&_RESPONSES[1], "item_id")
 _want(&_RESPONSES[2], "delta")
+# … and for the closing events, what the adapter reads of their item or response
+_want(&_RESPONSES[3], "item", "type")
+_want(&_RESPONSES[4], "item", "id")
+_want(&_RESPONSES[5], "response", "usage")
+_want(&_RESPONSES[6], "response", "status")
+_want(&_RESPONSES[7], "response", "incomplete_details", "reason")
+_want(&_RESPONSES[8], "response", "error")
+_want(&_RESPONSES[9], "response", "incomplete_details")
+_want(&_RESPONSES[10], "response")
 # bedrock contentBlockDelta payload: contentBlockIndex, delta.toolUse, delta.toolUse.input, delta.text,
 # delta.reasoningContent
 _want(&_BEDROCK[0], "contentBlockIndex")
@@ -176,6 +185,11 @@ _COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end",
 cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
     """Tell whether a located value is the string text (compared as sent: escapes never match)."""
     return v.kind == CS_T_STR and v.n == n and not v.has_esc and memcmp(v.p, text, n) == 0
+
+
+cdef object _span_str_v(const cs_val *v):
+    cdef cs_span s = _span(v)
+    return _span_str(&s)
 
 
 cdef inline cs_span _span(const cs_val *v):
@@ -750,11 +764,31 @@ cdef class Accumulator:
                 return 1  # signature, citations …: the adapter lets them pass
             return 0
         if self._fmt == FMT_RESPONSES:
-            if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
+            if not cs_extract(data, n, _RESPONSES, 11, v) or v[0].kind != CS_T_STR or v[0].has_esc:
                 return 0
             if v[0].n > 9 and memcmp(v[0].p, b"response.", 9) == 0 and \
                     (<const char *>v[0].p)[:v[0].n] not in _RESPONSES_HANDLED:
                 return 1  # created, in_progress, content parts …: the adapter lets them pass
+            if _is(&v[0], "response.function_call_arguments.done", 37):
+                # Its arguments repeat what the deltas brought: the call is complete.
+                slot = self._item(&v[1]) if v[1].kind == CS_T_STR else None
+                if slot is None:
+                    return 0
+                self._complete_slot(slot)
+                return 1
+            if _is(&v[0], "response.output_item.done", 25) or _is(&v[0], "response.output_item.added", 26):
+                if not _is(&v[3], "function_call", 13):
+                    # a message, reasoning, a server tool: not ours (an escaped type is read the general way)
+                    return 0 if v[3].kind == CS_T_STR and v[3].has_esc else 1
+                if v[0].n != 25 or v[4].kind != CS_T_STR or v[4].n == 0:
+                    return 0  # registering a call: the general way
+                slot = self._item(&v[4])
+                if slot is None:
+                    return 0
+                self._complete_slot(slot)
+                return 1
+            if _is(&v[0], "response.completed", 18) or _is(&v[0], "response.incomplete", 19):
+                return self._responses_end(v)
             if v[2].kind != CS_T_STR:
                 return 0
             if _is(&v[0], "response.function_call_arguments.delta", 38):
@@ -850,6 +884,30 @@ cdef class Accumulator:
                 self._text_span(0, 1, &span)
             return 1
         return 0
+
+    cdef int _complete_slot(self, _Slot slot) except -1:
+        """Hand over one call the protocol just closed (what _complete does for one slot)."""
+        if slot.call is None:
+            self._done.append(self._settle(slot, False))
+        return 0
+
+    cdef int _responses_end(self, cs_val *v) except -1:
+        """Apply response.completed / .incomplete without reading the response's output."""
+        cdef object reason
+        if v[10].kind != CS_T_OTHER or not (v[8].kind & (CS_T_ABSENT | CS_T_NULL)) or v[5].kind == CS_T_STR \
+                or not (v[6].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR)):
+            return 0
+        if v[5].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
+            self._state.usage = RawJSON((<const char *>v[5].p)[:v[5].n])
+        if v[9].kind == CS_T_OTHER and v[7].kind == CS_T_STR:
+            reason = _span_str_v(&v[7])
+        elif v[6].kind == CS_T_STR and v[6].n:
+            reason = _span_str_v(&v[6])
+        else:
+            reason = "completed" if v[0].n == 18 else "incomplete"
+        self._state.finish(0, reason)
+        self._complete(None, None)
+        return 1
 
     cdef _Slot _item(self, const cs_val *key):
         """Return the call a Responses item_id names, when it already has arguments, else None."""
