@@ -727,6 +727,17 @@ cdef class Accumulator:
         cs.latest = slot
         return slot
 
+    cdef int _append_known(self, int64_t index, const cs_val *arguments) except -1:
+        """Append an argument string to choice 0's call at index if the adapter has seen it; 0 if not."""
+        cdef cs_span span
+        cdef _Slot slot = self._known_slot(index)
+        if slot is None:
+            return 0
+        if arguments.n:
+            span = _span(arguments)
+            self._append_span(slot, &span)
+        return 1
+
     cdef int _fast_event(self, object event, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply the commonest events of the other formats in place; 0 sends the event the general way.
 
@@ -744,13 +755,7 @@ cdef class Accumulator:
             if not _is(&v[0], "content_block_delta", 19) or v[1].kind != CS_T_INT or v[2].kind != CS_T_STR:
                 return 0
             if _is(&v[2], "input_json_delta", 16) and v[3].kind == CS_T_STR:
-                slot = self._known_slot(v[1].i)
-                if slot is None:
-                    return 0
-                if v[3].n:
-                    span = _span(&v[3])
-                    self._append_span(slot, &span)
-                return 1
+                return self._append_known(v[1].i, &v[3])
             if _is(&v[2], "text_delta", 10) and v[4].kind == CS_T_STR:
                 span = _span(&v[4])
                 self._text_span(0, 0, &span)
@@ -816,13 +821,7 @@ cdef class Accumulator:
             if event != "contentBlockDelta" or not cs_extract(data, n, _BEDROCK, 5, v) or v[0].kind != CS_T_INT:
                 return 0
             if v[2].kind == CS_T_STR:
-                slot = self._known_slot(v[0].i)
-                if slot is None:
-                    return 0
-                if v[2].n:
-                    span = _span(&v[2])
-                    self._append_span(slot, &span)
-                return 1
+                return self._append_known(v[0].i, &v[2])
             if (v[1].kind == CS_T_ABSENT or v[1].kind == CS_T_NULL) and v[3].kind == CS_T_STR \
                     and v[4].kind == CS_T_ABSENT:
                 span = _span(&v[3])
@@ -842,13 +841,7 @@ cdef class Accumulator:
                 if v[1].kind != CS_T_INT or v[4].kind != CS_T_STR or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL)) \
                         or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
                     return 0
-                slot = self._known_slot(v[1].i)
-                if slot is None:
-                    return 0
-                if v[4].n:
-                    span = _span(&v[4])
-                    self._append_span(slot, &span)
-                return 1
+                return self._append_known(v[1].i, &v[4])
             if _is(&v[0], "tool-plan-delta", 15) and v[6].kind == CS_T_STR:
                 span = _span(&v[6])
                 self._text_span(0, 1, &span)
