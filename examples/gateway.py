@@ -127,7 +127,9 @@ def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *
     async def forward(request: Request) -> Response:
         stream_id = request.headers.get("x-request-id") or uuid.uuid4().hex
         headers = _forwardable(request.headers.raw, REQUEST_DROP) + [(b"accept-encoding", b"identity")]
-        url = upstream_url + request.url.path + (("?" + request.url.query) if request.url.query else "")
+        path = request.scope.get("raw_path") or request.url.path.encode()  # as sent, %-escapes and all
+        query = request.scope.get("query_string", b"")
+        url = upstream_url + path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
         outgoing = clients[0].build_request("POST", url, headers=headers, content=await request.body())
         try:
             upstream = await clients[0].send(outgoing, stream=True)

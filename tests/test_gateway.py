@@ -150,6 +150,7 @@ class FakeUpstream:
     def __init__(self):
         self.requests = {}   # request id -> (headers, body) as received
         self.ended = {}      # request id -> "complete" | "disconnected"
+        self.paths = {}      # request id -> (raw path, query string)
         self.record = True
 
     async def __call__(self, scope, receive, send):
@@ -168,6 +169,7 @@ class FakeUpstream:
         rid = dict(headers).get("x-request-id", "")
         if self.record:
             self.requests[rid] = (headers, body)
+            self.paths[rid] = (scope["raw_path"], scope["query_string"])
         spec = json.loads(body)
         data = CAPTURES[spec["capture"]][0]
         rng = random.Random(spec["seed"])
@@ -292,6 +294,7 @@ def test_request_is_forwarded_with_body_path_query_and_end_to_end_headers(gate, 
     assert "x-per-hop" not in names and "te" not in names
     assert ("accept-encoding", "identity") in headers
     assert dict(headers)["host"] == f"{HOST}:{upstream.port}"
+    assert upstream.fake.paths["fwd"] == (b"/v1/chat/completions", b"api-version=2024-10-21")
 
 
 def test_unreachable_upstream_is_a_502():

@@ -146,3 +146,25 @@ def test_tee_uses_the_implementation_accumulator(impl):
         assert list(wrapper) == [body]
         assert [c.name for c in wrapper.result.tool_calls] == [c.name for c in CALLS]
     assert isinstance(ATee([], accumulator=impl.Accumulator()), ATee)
+
+
+def test_a_consumer_that_stops_early_closes_the_source():
+    closed = []
+
+    def source():
+        try:
+            yield from (b"data: {}\n\n" for _ in range(100))
+        finally:
+            closed.append(True)
+
+    it = iter(callstitch.tee(source()))
+    next(it)
+    it.close()
+    assert closed == [True]
+
+
+def test_tee_takes_limits():
+    body = build("anthropic", CALLS[:1])
+    t = callstitch.tee([body], limits=callstitch.Limits(call_bytes=5))
+    list(t)
+    assert [e.kind for e in t.result.errors] == ["limit"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 
 from ._accumulator import Accumulator
+from ._limits import Limits
 from ._results import Result, ToolCall
 
 OnCall = Callable[[ToolCall], Any]
@@ -13,8 +14,8 @@ OnCall = Callable[[ToolCall], Any]
 class _Tap:
     """What tee and atee share: the accumulator, the callback, the result."""
 
-    def __init__(self, format: str, on_call: OnCall | None, accumulator: Any) -> None:
-        self._acc = accumulator if accumulator is not None else Accumulator(format=format)
+    def __init__(self, format: str, on_call: OnCall | None, accumulator: Any, limits: Limits | None = None) -> None:
+        self._acc = accumulator if accumulator is not None else Accumulator(format=format, limits=limits)
         self._on_call = on_call
         self._result: Result | None = None
         self._handed: set[int] = set()  # ids of the calls on_call has had (the accumulator keeps them alive)
@@ -50,8 +51,8 @@ class Tee(_Tap):
     """An iterable that yields a stream's chunks unchanged while feeding an accumulator."""
 
     def __init__(self, chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = None,
-                 accumulator: Any = None) -> None:
-        super().__init__(format, on_call, accumulator)
+                 accumulator: Any = None, limits: Limits | None = None) -> None:
+        super().__init__(format, on_call, accumulator, limits)
         self._chunks = chunks
 
     def __iter__(self) -> Iterator[bytes]:
@@ -60,6 +61,9 @@ class Tee(_Tap):
                 self._take(chunk)
                 yield chunk
         finally:  # also when the consumer stops early (a client that disconnects)
+            close = getattr(self._chunks, "close", None)
+            if close is not None:
+                close()  # a consumer that stopped early stops the source too
             self._finish()
 
 
@@ -67,8 +71,8 @@ class ATee(_Tap):
     """An async iterable that yields a stream's chunks unchanged while feeding an accumulator."""
 
     def __init__(self, chunks: AsyncIterable[bytes], format: str = "auto", on_call: OnCall | None = None,
-                 accumulator: Any = None) -> None:
-        super().__init__(format, on_call, accumulator)
+                 accumulator: Any = None, limits: Limits | None = None) -> None:
+        super().__init__(format, on_call, accumulator, limits)
         self._chunks = chunks
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -77,18 +81,25 @@ class ATee(_Tap):
                 self._take(chunk)
                 yield chunk
         finally:
+            close = getattr(self._chunks, "aclose", None)
+            if close is not None:
+                await close()  # a consumer that stopped early stops the source too
             self._finish()
 
 
-def tee(chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = None) -> Tee:
+def tee(chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = None, *,
+        limits: Limits | None = None) -> Tee:
     """Yield every chunk unchanged, in order, while reassembling the calls; ``.result`` holds the Result.
 
     ``on_call(call)`` runs for each call as soon as the protocol says it is complete (a block
     stop, a done event, a finish reason, the terminator), with parsed arguments, once per call.
+    Calls the protocol never closed (the stream ended early, or the consumer stopped) are handed
+    over when the stream ends, with an error when their arguments were cut short.
     """
-    return Tee(chunks, format, on_call)
+    return Tee(chunks, format, on_call, limits=limits)
 
 
-def atee(chunks: AsyncIterable[bytes], format: str = "auto", on_call: OnCall | None = None) -> ATee:
+def atee(chunks: AsyncIterable[bytes], format: str = "auto", on_call: OnCall | None = None, *,
+         limits: Limits | None = None) -> ATee:
     """Do what tee() does, for an async iterable of chunks."""
-    return ATee(chunks, format, on_call)
+    return ATee(chunks, format, on_call, limits=limits)

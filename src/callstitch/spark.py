@@ -164,6 +164,24 @@ def _dumps(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
 
+def _array(values: list, type: pa.DataType) -> pa.Array:
+    """Return a string (or list of strings) column; text that is not UTF-8 gets U+FFFD in its place."""
+    try:
+        return pa.array(values, type)
+    except (pa.ArrowInvalid, UnicodeError):
+        # A lone surrogate, which the fallback JSON parser lets through in an id, a name or an
+        # error excerpt, cannot go into Arrow's UTF-8; replace it rather than fail the task.
+        return pa.array([_clean(v) for v in values], type)
+
+
+def _clean(value: Any) -> Any:
+    if type(value) is str:
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if type(value) is list:
+        return [_clean(v) for v in value]
+    return value
+
+
 def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None, nkeep: int) -> pa.RecordBatch | None:
     """Reassemble every body of one batch; return the call rows (None when there are none)."""
     body = batch.column(nkeep)
@@ -243,8 +261,8 @@ def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None,
     columns = [batch.column(k).take(take) for k in range(nkeep)]
     columns += [
         pa.array(choice, pa.int64()), pa.array(index, pa.int64()),
-        pa.array(ids, string_type), pa.array(names, string_type), pa.array(arguments, string_type),
-        pa.array(error, string_type), pa.array(quirks, strings), pa.array(raw, string_type),
-        pa.array(formats, string_type), pa.array(stream_errors, strings),
+        _array(ids, string_type), _array(names, string_type), _array(arguments, string_type),
+        _array(error, string_type), _array(quirks, strings), _array(raw, string_type),
+        _array(formats, string_type), _array(stream_errors, strings),
     ]
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_NAMES))
