@@ -31,7 +31,6 @@ import asyncio
 import json
 import logging
 import os
-import platform
 import random
 import socket
 import subprocess
@@ -314,18 +313,9 @@ def tee_cost(n_streams: int, repeats: int) -> None:
 
 
 def header() -> None:
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        cpu = platform.processor() or cpu
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"machine: {cpu}, {cores} cores, {platform.system()} {platform.release()}; "
-          f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"python:  {platform.python_version()} ({platform.python_implementation()})")
+    """Print the machine, its load, Python and the package versions."""
+    from compare import machine
+    print(f"machine: {machine()}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     import callstitch
     versions = [f"callstitch {callstitch.__version__} ({callstitch.IMPLEMENTATION})"]
     for dist in ("orjson", "starlette", "uvicorn", "httpx", "h11", "anyio"):
