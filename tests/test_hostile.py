@@ -10,7 +10,6 @@ import pytest
 from _formats import CALLS, build
 from _streams import chunk, tool_delta
 
-import callstitch
 from callstitch import Limits
 
 FORMATS = ["openai-chat", "auto", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"]

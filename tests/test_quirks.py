@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from _streams import (DONE, MISSING, WAYS, bytewise, chunk, chunk_obj, choice_obj, feed_split, finish, frag,
-                      random_cuts, run_way, summary, text_delta, tool_delta, tool_deltas, call_obj)
+from _streams import (DONE, MISSING, WAYS, bytewise, chunk_obj, feed_split, finish, frag, random_cuts, run_way,
+                      text_delta, tool_delta)
 
 
 @pytest.fixture(params=WAYS)
