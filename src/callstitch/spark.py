@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import warnings
 from typing import Any, Iterable, Iterator
 
@@ -108,7 +109,7 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
         raise ValueError(f"keep names a column twice: {keep!r}")
 
     body_type = schema[body_col].dataType
-    body = F.col(body_col)
+    body = _col(body_col)
     if isinstance(body_type, (T.StringType, T.BinaryType)):
         kind = _RAW
     elif isinstance(body_type, T.ArrayType) and isinstance(body_type.elementType, T.StringType):
@@ -122,12 +123,17 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
                         "binary) or an array of chunks (of JSON strings, structs or maps)")
 
     out_schema = call_schema([schema[name] for name in keep])
-    selected = df.select(*[F.col(name) for name in keep], body.alias(_BODY))
+    selected = df.select(*[_col(name) for name in keep], body.alias(_BODY))
     work = functools.partial(_map_batches, kind, format, limits, len(keep))
     with warnings.catch_warnings():
         # mapInArrow asks for pandas only to check it is there; its version does not matter here.
         warnings.filterwarnings("ignore", message=".*does not yet fully support pandas", category=FutureWarning)
         return selected.mapInArrow(work, out_schema)
+
+
+def _col(name: str) -> Any:
+    """Return the top-level column of that name (a dot in it is part of the name)."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 # -- the workers' side -------------------------------------------------------------------------
@@ -174,9 +180,12 @@ def _array(values: list, type: pa.DataType) -> pa.Array:
         return pa.array([_clean(v) for v in values], type)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _clean(value: Any) -> Any:
     if type(value) is str:
-        return value.encode("utf-8", "replace").decode("utf-8")
+        return _SURROGATE.sub("\ufffd", value)
     if type(value) is list:
         return [_clean(v) for v in value]
     return value
