@@ -160,11 +160,13 @@ class Accumulator:
         if b"\r" in buf or len(buf) > self._max_event:
             self._feed_lines(buf)
             return
-        # Split at blank lines first: most events are one "data:" line, handled inline.
-        pieces = buf.split(b"\n\n")
-        rest = pieces.pop()
+        # Split where a blank line is followed by a data line: most events are one "data:" line, so
+        # most pieces are an event's payload itself (the split took its "data: "), handled inline.
+        pieces = buf.split(b"\n\ndata: ")
+        last = pieces.pop()
+        rest = b"data: " + last if pieces else last
         # When the LFs are exactly the separators (and rest's own), no piece holds a line break:
-        # then a piece that starts with "data: " is a whole one-line event.
+        # then every piece is a whole one-line event.
         single_lines = buf.count(b"\n") == 2 * len(pieces) + rest.count(b"\n")
         pos = self._offset
         state = self._state
@@ -172,15 +174,25 @@ class Accumulator:
         # Inline only while no event is half read and the format is chat (auto may learn it on the way).
         inline = (state.format == "openai-chat" and not self._data and self._event_name is None
                   and not self._dropping)
-        for piece in pieces:
-            if inline and piece[:6] == b"data: " and (single_lines or piece.find(b"\n") < 0):
-                chunk(piece[6:], pos)
+        if pieces:
+            first = pieces[0]  # text as it stands: no "data: " was split off it
+            if inline and first[:6] == b"data: " and (single_lines or first.find(b"\n") < 0):
+                chunk(first[6:], pos)
             else:
-                self._lines(piece, pos)
-                self._line(b"", pos + len(piece) + 1)
+                self._lines(first, pos)
+                self._line(b"", pos + len(first) + 1)
                 inline = (state.format == "openai-chat" and not self._data and self._event_name is None
                           and not self._dropping)
-            pos += len(piece) + 2
+            pos += len(first) + 2
+            for piece in pieces[1:]:
+                if inline and (single_lines or piece.find(b"\n") < 0):
+                    chunk(piece, pos)
+                else:
+                    self._lines(b"data: " + piece, pos)
+                    self._line(b"", pos + len(piece) + 7)
+                    inline = (state.format == "openai-chat" and not self._data and self._event_name is None
+                              and not self._dropping)
+                pos += len(piece) + 8
         # Complete lines after the last blank line are taken now, so no line is read twice.
         end = rest.rfind(b"\n")
         if end >= 0:
@@ -274,10 +286,12 @@ class Accumulator:
         except (KeyError, IndexError, TypeError):
             pass  # not the commonest shape
         else:
-            if (type(arguments) is str and type(index) is int and type(number) is int and type(chunk) is dict
-                    and type(choices) is list and len(choices) == 1 and type(delta) is dict and len(delta) == 1
-                    and type(calls) is list and len(calls) == 1 and type(call) is dict and type(function) is dict
-                    and chunk.get("usage") is None and chunk.get("error") is None and "message" not in choice
+            # The subscripts above succeed only on dicts (chunk, choice, delta, call, function) and on
+            # lists (choices, calls: a string there would have failed one step later), so those
+            # types need no check of their own.
+            if (type(arguments) is str and type(index) is int and type(number) is int and len(choices) == 1
+                    and len(delta) == 1 and len(calls) == 1 and chunk.get("usage") is None
+                    and chunk.get("error") is None and "message" not in choice
                     and choice.get("finish_reason") is None and call.get("id") is None
                     and function.get("name") is None):
                 cs = self._choices.get(number)
