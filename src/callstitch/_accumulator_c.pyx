@@ -92,7 +92,8 @@ cdef enum:
     FMT_OLLAMA = 7
 
 cdef cs_want _ANTHROPIC[6]
-cdef cs_want _RESPONSES[11]
+cdef cs_want _RESPONSES[3]
+cdef cs_want _RESPONSES_END[11]
 cdef cs_want _BEDROCK[5]
 cdef cs_want _COHERE[8]
 cdef cs_want _GEMINI[9]
@@ -122,15 +123,19 @@ _want(&_ANTHROPIC[5], "delta", "thinking")
 _want(&_RESPONSES[0], "type")
 _want(&_RESPONSES[1], "item_id")
 _want(&_RESPONSES[2], "delta")
-# … and for the closing events, what the adapter reads of their item or response
-_want(&_RESPONSES[3], "item", "type")
-_want(&_RESPONSES[4], "item", "id")
-_want(&_RESPONSES[5], "response", "usage")
-_want(&_RESPONSES[6], "response", "status")
-_want(&_RESPONSES[7], "response", "incomplete_details", "reason")
-_want(&_RESPONSES[8], "response", "error")
-_want(&_RESPONSES[9], "response", "incomplete_details")
-_want(&_RESPONSES[10], "response")
+# … and for the closing events, what the adapter reads of their item or response (read only for
+# those: fewer wants keep the far commoner deltas fast)
+_want(&_RESPONSES_END[0], "type")
+_want(&_RESPONSES_END[1], "item_id")
+_want(&_RESPONSES_END[2], "delta")
+_want(&_RESPONSES_END[3], "item", "type")
+_want(&_RESPONSES_END[4], "item", "id")
+_want(&_RESPONSES_END[5], "response", "usage")
+_want(&_RESPONSES_END[6], "response", "status")
+_want(&_RESPONSES_END[7], "response", "incomplete_details", "reason")
+_want(&_RESPONSES_END[8], "response", "error")
+_want(&_RESPONSES_END[9], "response", "incomplete_details")
+_want(&_RESPONSES_END[10], "response")
 # bedrock contentBlockDelta payload: contentBlockIndex, delta.toolUse, delta.toolUse.input, delta.text,
 # delta.reasoningContent
 _want(&_BEDROCK[0], "contentBlockIndex")
@@ -727,6 +732,17 @@ cdef class Accumulator:
         cs.latest = slot
         return slot
 
+    cdef int _append_item(self, const cs_val *item, const cs_val *arguments) except -1:
+        """Append an argument string to the Responses call item_id names if the adapter has seen it; 0 if not."""
+        cdef cs_span span
+        cdef _Slot slot = self._item(item)
+        if slot is None:
+            return 0
+        if arguments.n:
+            span = _span(arguments)
+            self._append_span(slot, &span)
+        return 1
+
     cdef int _append_known(self, int64_t index, const cs_val *arguments) except -1:
         """Append an argument string to choice 0's call at index if the adapter has seen it; 0 if not."""
         cdef cs_span span
@@ -769,11 +785,19 @@ cdef class Accumulator:
                 return 1  # signature, citations …: the adapter lets them pass
             return 0
         if self._fmt == FMT_RESPONSES:
-            if not cs_extract(data, n, _RESPONSES, 11, v) or v[0].kind != CS_T_STR or v[0].has_esc:
+            if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
                 return 0
+            if v[2].kind == CS_T_STR and _is(&v[0], "response.function_call_arguments.delta", 38):
+                if v[1].kind != CS_T_STR:
+                    return 0
+                return self._append_item(&v[1], &v[2])
             if v[0].n > 9 and memcmp(v[0].p, b"response.", 9) == 0 and \
                     (<const char *>v[0].p)[:v[0].n] not in _RESPONSES_HANDLED:
                 return 1  # created, in_progress, content parts …: the adapter lets them pass
+            if (_is(&v[0], "response.function_call_arguments.done", 37) or _is(&v[0], "response.output_item.done", 25)
+                    or _is(&v[0], "response.output_item.added", 26) or _is(&v[0], "response.completed", 18)
+                    or _is(&v[0], "response.incomplete", 19)) and not cs_extract(data, n, _RESPONSES_END, 11, v):
+                return 0
             if _is(&v[0], "response.function_call_arguments.done", 37):
                 # Its arguments repeat what the deltas brought: the call is complete.
                 slot = self._item(&v[1]) if v[1].kind == CS_T_STR else None
@@ -796,16 +820,6 @@ cdef class Accumulator:
                 return self._responses_end(v)
             if v[2].kind != CS_T_STR:
                 return 0
-            if _is(&v[0], "response.function_call_arguments.delta", 38):
-                if v[1].kind != CS_T_STR:
-                    return 0
-                slot = self._item(&v[1])
-                if slot is None:
-                    return 0
-                if v[2].n:
-                    span = _span(&v[2])
-                    self._append_span(slot, &span)
-                return 1
             span = _span(&v[2])
             if _is(&v[0], "response.output_text.delta", 26):
                 self._text_span(0, 0, &span)

@@ -16,6 +16,8 @@ SSE, NDJSON, EVENTSTREAM = "sse", "ndjson", "eventstream"
 
 _BOM = b"\xef\xbb\xbf"
 _PRELUDE = 12          # total length, headers length, prelude CRC
+_PRELUDE_FIELDS = struct.Struct(">III")
+_CRC = struct.Struct(">I")
 _MIN_MESSAGE = 16      # prelude and message CRC
 _WHITESPACE = b" \t\r\n"
 
@@ -128,34 +130,40 @@ class EventStreamFramer:
         buf = self._buf
         buf += data
         pos = 0
-        while len(buf) - pos >= _PRELUDE:
-            total, headers_len = struct.unpack_from(">II", buf, pos)
-            if not (_MIN_MESSAGE <= total and headers_len <= total - _MIN_MESSAGE
-                    and zlib.crc32(buf[pos:pos + 8]) == struct.unpack_from(">I", buf, pos + 8)[0]):
-                if self._skipped_from is None:
-                    self._skipped_from = self._offset + pos
-                pos = self._resync(buf, pos + 1)
-                continue
-            self._report_skipped(self._offset + pos)
-            if total > self._state.event_limit:
-                # A message over Limits.event_bytes is dropped as it arrives, never held.
-                line_dropped(self._state, self._state.event_limit, self._offset + pos, "message")
-                available = len(buf) - pos
-                if available < total:
-                    self._drop = total - available
-                    pos = len(buf)
+        size = len(buf)
+        view = memoryview(buf)  # CRCs and slices without copies; released before buf is cut
+        try:
+            while size - pos >= _PRELUDE:
+                total, headers_len, prelude_crc = _PRELUDE_FIELDS.unpack_from(buf, pos)
+                if not (_MIN_MESSAGE <= total and headers_len <= total - _MIN_MESSAGE
+                        and zlib.crc32(view[pos:pos + 8]) == prelude_crc):
+                    if self._skipped_from is None:
+                        self._skipped_from = self._offset + pos
+                    pos = self._resync(buf, pos + 1)
+                    continue
+                self._report_skipped(self._offset + pos)
+                if total > self._state.event_limit:
+                    # A message over Limits.event_bytes is dropped as it arrives, never held.
+                    line_dropped(self._state, self._state.event_limit, self._offset + pos, "message")
+                    if size - pos < total:
+                        self._drop = total - (size - pos)
+                        pos = size
+                        break
+                    pos += total
+                    continue
+                if size - pos < total:
                     break
-                pos += total
-                continue
-            if len(buf) - pos < total:
-                break
-            message = bytes(buf[pos:pos + total])
-            if zlib.crc32(message[:-4]) != struct.unpack_from(">I", message, total - 4)[0]:
-                self._state.error("malformed chunk", "event-stream message CRC mismatch; message skipped",
+                end = pos + total - 4
+                if zlib.crc32(view[pos:end]) != _CRC.unpack_from(buf, end)[0]:
+                    self._state.error("malformed chunk", "event-stream message CRC mismatch; message skipped",
+                                      self._offset + pos)
+                else:
+                    start = pos + _PRELUDE
+                    self._message(bytes(view[start:start + headers_len]), bytes(view[start + headers_len:end]),
                                   self._offset + pos)
-            else:
-                self._message(message, headers_len, self._offset + pos)
-            pos += total
+                pos += total
+        finally:
+            view.release()
         del buf[:pos]
         self._offset += pos
 
@@ -167,8 +175,7 @@ class EventStreamFramer:
             pos += 1
         return pos
 
-    def _message(self, message: bytes, headers_len: int, offset: int) -> None:
-        raw = message[_PRELUDE:_PRELUDE + headers_len]
+    def _message(self, raw: bytes, payload: bytes, offset: int) -> None:
         # A stream repeats the same few header blocks (one per event type): read each once.
         headers = self._headers.get(raw)
         if headers is None:
@@ -179,7 +186,6 @@ class EventStreamFramer:
                 return
             if len(self._headers) < 64:
                 self._headers[raw] = headers
-        payload = message[_PRELUDE + headers_len:-4]
         kind = headers.get(":message-type", "event")
         if kind == "event":
             self._acc._event(headers.get(":event-type"), payload, offset)
