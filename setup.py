@@ -4,8 +4,21 @@ import os
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 NO_EXTENSIONS = os.environ.get("CALLSTITCH_NO_EXTENSIONS", "") not in ("", "0")
+HINT = "To install the pure-Python twin instead, set CALLSTITCH_NO_EXTENSIONS=1."
+
+
+class BuildExt(build_ext):
+    """Fail loudly, saying how to do without the extension, when it does not compile."""
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # never a silent fallback: the install fails, and says why
+            raise SystemExit(f"callstitch: building the compiled extension failed: {exc}\n{HINT}") from exc
+
 
 if NO_EXTENSIONS:
     ext_modules = []
@@ -13,8 +26,7 @@ else:
     try:
         from Cython.Build import cythonize
     except ImportError:
-        sys.exit("callstitch: Cython is needed to build the compiled extension.\n"
-                 "Install it, or install the pure-Python twin with CALLSTITCH_NO_EXTENSIONS=1.")
+        sys.exit(f"callstitch: Cython is needed to build the compiled extension.\n{HINT}")
     ext_modules = cythonize(
         [Extension("callstitch._accumulator_c", ["src/callstitch/_accumulator_c.pyx"],
                    include_dirs=["src/callstitch"],
@@ -22,10 +34,4 @@ else:
         language_level=3,
     )
 
-try:
-    setup(ext_modules=ext_modules)
-except SystemExit:
-    raise
-except Exception as exc:  # a failed compile must fail loudly and say how to do without it
-    sys.exit(f"callstitch: building the compiled extension failed ({exc}).\n"
-             "To install the pure-Python twin instead, set CALLSTITCH_NO_EXTENSIONS=1.")
+setup(ext_modules=ext_modules, cmdclass={"build_ext": BuildExt})

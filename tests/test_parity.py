@@ -80,3 +80,20 @@ def test_same_constructor(both):
             assert "openai-chat" in str(exc)
         else:
             raise AssertionError("an unknown format must raise ValueError")
+
+
+def test_failed_compile_fails_the_build_and_names_the_switch(tmp_path):
+    import shutil
+    root = os.path.join(os.path.dirname(__file__), "..")
+    if not os.path.exists(os.path.join(root, "setup.py")):
+        import pytest
+        pytest.skip("needs the source tree")
+    shutil.copy(os.path.join(root, "setup.py"), tmp_path)
+    shutil.copytree(os.path.join(root, "src"), tmp_path / "src",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.c", "__pycache__"))
+    env = dict(os.environ, CC="false", LDSHARED="false")
+    env.pop("CALLSTITCH_NO_EXTENSIONS", None)
+    out = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-lib", "lib", "--build-temp", "tmp"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert "CALLSTITCH_NO_EXTENSIONS=1" in out.stderr + out.stdout

@@ -7,7 +7,12 @@ if os.environ.get("CALLSTITCH_NO_EXTENSIONS", "") not in ("", "0"):
 
     IMPLEMENTATION = "python"
 else:
-    from ._accumulator_c import Accumulator  # a missing build is an error, never a silent fallback
+    try:
+        from ._accumulator_c import Accumulator
+    except ImportError as exc:  # a missing build is an error, never a silent fallback
+        raise ImportError(f"callstitch's compiled extension is not available ({exc}); reinstall callstitch "
+                          "with a C compiler, or set CALLSTITCH_NO_EXTENSIONS=1 to use the pure-Python "
+                          "twin") from exc
 
     IMPLEMENTATION = "c"
 
