@@ -323,6 +323,9 @@ cdef class Accumulator:
     cdef bint _full
     cdef set _capped
     cdef bint _skipping  # dropping the rest of an over-long line
+    cdef const unsigned char *_cr_free  # within the read being framed: no CR before this
+    cdef bint _halting  # stop right after the stream's terminator (batch reprocessing)
+    cdef Py_ssize_t _halted_at  # where in the last fed data that happened, or -1
     cdef bint _dropping  # dropping the rest of an event that went over the limit
     cdef bint _auto
     cdef cs_val _vals[12]
@@ -358,6 +361,7 @@ cdef class Accumulator:
          self._max_event) = as_numbers(limits)
         self._state.event_limit = self._max_event
         self._capped = set()
+        self._halted_at = -1
         self._fast = format == "openai-chat"
         self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
         self._auto = format == "auto"
@@ -406,12 +410,24 @@ cdef class Accumulator:
             self._feed(&view[0], view.shape[0])
         return 0
 
+    def _halt_at_end(self):
+        """Stop consuming right after the stream's terminator; _halted() then says where it was."""
+        self._halting = True
+
+    def _halted(self):
+        """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""
+        return self._halted_at
+
+    cdef inline bint _ended(self):
+        return self._halting and self._state.ended
+
     cdef int _feed(self, const unsigned char *p, Py_ssize_t n) except -1:
         cdef const unsigned char *end
         cdef const unsigned char *nl
+        cdef const unsigned char *origin = p  # for a halt: where this read began
+        cdef Py_ssize_t fed = n
         cdef Py_ssize_t k, m
-        cdef bint has_cr
-        if n == 0:
+        if n == 0 or self._halted_at >= 0:
             return 0
         if not self._started:
             # A UTF-8 BOM may open the stream, possibly split across reads.
@@ -437,10 +453,10 @@ cdef class Accumulator:
                 if n == 0:
                     return 0
         end = p + n
-        has_cr = memchr(p, b'\r', n) != NULL
+        self._cr_free = p  # no byte of this read is known CR-free yet
         if self._skipping:
             # The rest of a line over Limits.event_bytes: drop it up to its line end.
-            nl = self._line_end(p, end, has_cr)
+            nl = self._line_end(p, end)
             if nl == NULL:
                 self._offset += n
                 return 0
@@ -451,7 +467,7 @@ cdef class Accumulator:
                 return 0
         if PyByteArray_GET_SIZE(self._tail):
             # Finish the line carried over from the last read, then go on in place.
-            nl = self._line_end(p, end, has_cr)
+            nl = self._line_end(p, end)
             if nl == NULL:
                 self._tail.extend((<const char *>p)[:n])
                 self._check_tail()
@@ -466,10 +482,13 @@ cdef class Accumulator:
             del self._tail[:]
             self._offset += m
             p = self._after_eol(nl, end)
+            if self._halting and self._ended():
+                self._halted_at = fed if p == NULL else p - origin
+                return 0
             if p == NULL:
                 return 0
         while p < end:
-            nl = self._line_end(p, end, has_cr)
+            nl = self._line_end(p, end)
             if nl == NULL:
                 self._tail.extend((<const char *>p)[:end - p])
                 self._check_tail()
@@ -483,7 +502,7 @@ cdef class Accumulator:
                 if p == NULL:
                     return 0
                 continue
-            if (not has_cr and m >= 5 and not self._data_lines and not self._dropping and nl + 1 < end
+            if (nl[0] == b'\n' and m >= 5 and not self._data_lines and not self._dropping and nl + 1 < end
                     and nl[1] == b'\n' and memcmp(p, b"data:", 5) == 0):
                 # The common event, one data line and a blank line, read in place without a copy.
                 self._data_offset = self._offset
@@ -493,10 +512,16 @@ cdef class Accumulator:
                     self._dispatch_payload(p + 5, m - 5)
                 self._offset += m + 2
                 p = nl + 2
+                if self._halting and self._ended():
+                    self._halted_at = p - origin
+                    return 0
                 continue
             self._line(p, m, self._offset)
             self._offset += m
             p = self._after_eol(nl, end)
+            if self._halting and self._ended():
+                self._halted_at = fed if p == NULL else p - origin
+                return 0
             if p == NULL:
                 return 0
         return 0
@@ -519,16 +544,24 @@ cdef class Accumulator:
         self._dropping = True
         return 0
 
-    cdef inline const unsigned char *_line_end(self, const unsigned char *p, const unsigned char *end,
-                                               bint has_cr):
-        """Return where the line starting at p ends (its CR or LF), or NULL when it does not end here."""
-        if not has_cr:
-            return <const unsigned char *>memchr(p, b'\n', end - p)
-        while p < end:
-            if p[0] == b'\n' or p[0] == b'\r':
-                return p
-            p += 1
-        return NULL
+    cdef inline const unsigned char *_line_end(self, const unsigned char *p, const unsigned char *end):
+        """Return where the line starting at p ends (its CR or LF), or NULL when it does not end here.
+
+        Each byte is searched for a CR once per read (_cr_free marks how far none was found), so
+        a read costs the same whether it is fed once or in pieces.
+        """
+        cdef const unsigned char *nl = <const unsigned char *>memchr(p, b'\n', end - p)
+        cdef const unsigned char *stop = nl if nl != NULL else end
+        cdef const unsigned char *q
+        cdef const unsigned char *cr
+        if stop > self._cr_free:
+            q = p if p > self._cr_free else self._cr_free
+            cr = <const unsigned char *>memchr(q, b'\r', stop - q)
+            if cr != NULL:
+                self._cr_free = cr
+                return cr
+            self._cr_free = stop
+        return nl
 
     cdef inline const unsigned char *_after_eol(self, const unsigned char *nl, const unsigned char *end):
         """Step over the line end at nl, keeping _offset in step; NULL when the read is used up."""

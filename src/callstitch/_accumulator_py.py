@@ -97,6 +97,10 @@ class Accumulator:
         self._skipping = False    # dropping the rest of an over-long line
         self._dropping = False    # dropping the rest of an event that went over the limit
         self._event_name: str | None = None
+        self._halting = False     # stop right after the stream's terminator (batch reprocessing)
+        self._halted_at = -1      # where in the last fed data that happened
+        self._fed_len = 0         # the length of the data fed last
+        self._fed_from = 0        # the stream offset its unread part starts at
 
     # ---------------------------------------------------------------- framing
 
@@ -107,6 +111,14 @@ class Accumulator:
         """
         self._feed(data)
         return self._handed_over()
+
+    def _halt_at_end(self) -> None:
+        """Stop consuming right after the stream's terminator; _halted() then says where it was."""
+        self._halting = True
+
+    def _halted(self) -> int:
+        """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""
+        return self._halted_at
 
     def _handed_over(self) -> list[ToolCall]:
         if not self._done:
@@ -119,8 +131,9 @@ class Accumulator:
             data = data.encode("utf-8")
         elif not isinstance(data, bytes):
             data = bytes(data)
-        if not data:
+        if not data or self._halted_at >= 0:
             return
+        self._fed_len = len(data)
         if not self._sse:
             data = _framing.route(self, self._state, data)
             if data is None:
@@ -156,6 +169,8 @@ class Accumulator:
             self._tail = b"".join([self._tail, *self._more])
             self._more = []
             self._more_size = 0
+        # Where this read's unread bytes begin, as a stream offset (for a halt at the terminator).
+        self._fed_from = self._offset + len(self._tail) - (self._fed_len - len(data))
         buf = self._tail + data if self._tail else data
         if b"\r" in buf or len(buf) > self._max_event:
             self._feed_lines(buf)
@@ -184,6 +199,8 @@ class Accumulator:
                 inline = (state.format == "openai-chat" and not self._data and self._event_name is None
                           and not self._dropping)
             pos += len(first) + 2
+            if self._halting and state.ended:
+                return self._halt(pos)
             for piece in pieces[1:]:
                 if inline and (single_lines or piece.find(b"\n") < 0):
                     chunk(piece, pos)
@@ -193,13 +210,23 @@ class Accumulator:
                     inline = (state.format == "openai-chat" and not self._data and self._event_name is None
                               and not self._dropping)
                 pos += len(piece) + 8
+                if self._halting and state.ended:
+                    return self._halt(pos)
         # Complete lines after the last blank line are taken now, so no line is read twice.
         end = rest.rfind(b"\n")
         if end >= 0:
             self._lines(rest[:end], pos)
             pos += end + 1
             rest = rest[end + 1:]
+            if self._halting and state.ended:
+                return self._halt(pos)
         self._tail = rest
+        self._offset = pos
+
+    def _halt(self, pos: int) -> None:
+        """Stop at stream offset pos, just past the terminator: the rest of the read is not this stream's."""
+        self._halted_at = pos - self._fed_from
+        self._tail = b""
         self._offset = pos
 
     def _lines(self, text: bytes, pos: int) -> None:
@@ -215,15 +242,18 @@ class Accumulator:
             self._skip_lf = True
         pos = self._offset
         limit = self._max_event
+        state = self._state
         for line in lines:
             n = len(line)
             line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
             if len(line) > limit:
-                line_dropped(self._state, limit, pos)
+                line_dropped(state, limit, pos)
                 self._drop_event()
             else:
                 self._line(line, pos)
             pos += n
+            if self._halting and state.ended:
+                return self._halt(pos)
         self._offset = pos
         self._tail = tail
         if len(tail) > limit:

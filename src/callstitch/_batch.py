@@ -27,7 +27,7 @@ import orjson
 
 from ._accumulator import Accumulator
 from ._dispatch import check_format
-from ._framing import EVENTSTREAM, choose
+from ._framing import EVENTSTREAM, SSE, choose
 from ._limits import Limits
 from ._sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
                        sniff_compression)
@@ -281,7 +281,10 @@ def _body(task: Task, reader: Any, raw: Any, compression: str | None, out: _Coll
             f.close()
         reads.limit = end
     acc_format = fmt if fmt != "auto" else task.format
-    _streams(reads, head, start, make(), acc_format, out)
+    if acc_format == "openai-chat" and framing == SSE:
+        _streams_halting(reads, head, start, make(), out)
+    else:
+        _streams(reads, head, start, make(), acc_format, out)
 
 
 def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int:
@@ -314,6 +317,70 @@ def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> in
         tail = buf[safe:]
         base += safe
         data = f.read(max(step, len(tail)))
+
+
+def _emit(out: _Collector, stream: int, result: Any, acc_start: int, buf: bytes | None, lo: int, c: int,
+          splitter: Splitter, fmt: str) -> int:
+    """Record one finished stream; return how many streams it was (an in-band error may end one early)."""
+    if buf is not None and lo >= 0 and any(e.kind == "in-band error" for e in result.errors):
+        inner = splitter.error_cuts(buf[lo:c])
+        if inner:  # the stream held two responses: one ended by an error, without [DONE]
+            base = acc_start - lo
+            emitted = 0
+            p = 0
+            for cut in inner + [c - lo]:
+                m = _CONTENT.search(buf, lo + p, lo + cut)
+                if m is not None:
+                    one = Accumulator(format=fmt, limits=out.limits)
+                    one.feed(buf[m.start():lo + cut])
+                    out.result(stream + emitted, one.finalize(), base + m.start())
+                    emitted += 1
+                p = cut
+            return emitted
+    out.result(stream, result, acc_start)
+    return 1
+
+
+def _streams_halting(reads: _Reads, head: bytes, start: int, splitter: Splitter, out: _Collector) -> None:
+    """OpenAI chat: each Accumulator stops itself right after its response's [DONE]: no second scan."""
+    content = _CONTENT.search
+    stream = 0
+    acc = None
+    acc_start = 0
+    base = start  # source offset of data[0]
+    data = head or reads.read(BLOCK)
+    while data:
+        out.nbytes += len(data)
+        n = len(data)
+        view = memoryview(data)
+        p = 0
+        while p < n:
+            if acc is None:
+                m = content(data, p)
+                if m is None:
+                    break  # only blank lines are left in this read
+                p = m.start()
+                acc = Accumulator(format="openai-chat", limits=out.limits)
+                acc._halt_at_end()
+                acc_start = base + p
+            acc.feed(view[p:])
+            used = acc._halted()
+            if used < 0:
+                break  # the response goes on in the next read
+            stream += _emit(out, stream, acc.finalize(), acc_start, data, acc_start - base, p + used, splitter,
+                            "openai-chat")
+            acc = None
+            p += used
+        view.release()
+        base += n
+        try:
+            data = reads.read(BLOCK)
+        except Problem as exc:
+            out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
+            break
+    if acc is not None:
+        stream += _emit(out, stream, acc.finalize(), acc_start, None, -1, 0, splitter, "openai-chat")
+    out.span = stream
 
 
 def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: str, out: _Collector) -> None:

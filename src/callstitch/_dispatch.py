@@ -79,6 +79,7 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
     stripped = data.strip(b" \t\r\n")
     if stripped == b"[DONE]":
         state.complete = True
+        state.ended = True
         acc._complete(None, None)
         return
     if not stripped and event != "error":

@@ -11,7 +11,7 @@ class StreamState:
     """Errors, finish reasons, usage, whether the stream ended, and the format adapter's own notes."""
 
     __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "framer",
-                 "head", "event_limit")
+                 "head", "event_limit", "ended")
 
     def __init__(self, format: str) -> None:
         self.format = format
@@ -20,6 +20,7 @@ class StreamState:
         self.framer: Any = None   # the framer object for a framing other than SSE
         self.head = b""           # first bytes held while the framing is not yet known
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once
+        self.ended = False  # the stream's terminator ([DONE]) has come: nothing after it is this stream's
         self.errors: list[StreamError] = []
         self.finish_reasons: dict[int, str] = {}
         self.usage: Any = None
