@@ -247,6 +247,28 @@ class _Reads:
         self.position += len(data)
         return data
 
+    def read_into(self, buf: bytearray) -> memoryview:
+        """Fill buf from the reader (no new allocation per read); return the filled part."""
+        n = len(buf)
+        if self.limit is not None:
+            n = min(n, self.limit - self.position)
+            if n <= 0:
+                return memoryview(buf)[:0]
+        readinto = getattr(self.reader, "readinto", None)
+        if readinto is None:
+            data = self.read(n)
+            buf[:len(data)] = data
+            return memoryview(buf)[:len(data)]
+        view = memoryview(buf)[:n]
+        try:
+            got = readinto(view) or 0
+        except DECOMPRESSION_ERRORS as exc:
+            raise Problem("corrupt archive", f"cannot decompress: {exc}", self.position) from None
+        finally:
+            view.release()
+        self.position += got
+        return memoryview(buf)[:got]
+
 
 def _split_spec(task: Task, reader: Any) -> tuple[str, str, bytes]:
     """Return (format, framing, bytes already read) for a body task."""
@@ -319,11 +341,11 @@ def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> in
         data = f.read(max(step, len(tail)))
 
 
-def _emit(out: _Collector, stream: int, result: Any, acc_start: int, buf: bytes | None, lo: int, c: int,
+def _emit(out: _Collector, stream: int, result: Any, acc_start: int, buf: Any, lo: int, c: int,
           splitter: Splitter, fmt: str) -> int:
     """Record one finished stream; return how many streams it was (an in-band error may end one early)."""
     if buf is not None and lo >= 0 and any(e.kind == "in-band error" for e in result.errors):
-        inner = splitter.error_cuts(buf[lo:c])
+        inner = splitter.error_cuts(bytes(buf[lo:c]))
         if inner:  # the stream held two responses: one ended by an error, without [DONE]
             base = acc_start - lo
             emitted = 0
@@ -342,21 +364,34 @@ def _emit(out: _Collector, stream: int, result: Any, acc_start: int, buf: bytes 
 
 
 def _streams_halting(reads: _Reads, head: bytes, start: int, splitter: Splitter, out: _Collector) -> None:
-    """OpenAI chat: each Accumulator stops itself right after its response's [DONE]: no second scan."""
+    """OpenAI chat: each Accumulator stops itself right after its response's [DONE]: no second scan.
+
+    Reads go into one reused buffer: an accumulator keeps its own copy of any bytes it still
+    needs, so the buffer is free again once a read is fed.
+    """
     content = _CONTENT.search
     stream = 0
     acc = None
     acc_start = 0
     base = start  # source offset of data[0]
-    data = head or reads.read(BLOCK)
-    while data:
-        out.nbytes += len(data)
-        n = len(data)
-        view = memoryview(data)
+    store = bytearray(BLOCK)
+    view = memoryview(head) if head else None
+    while True:
+        if view is None:
+            try:
+                view = reads.read_into(store)
+            except Problem as exc:
+                out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
+                break
+        n = len(view)
+        if not n:
+            view.release()
+            break
+        out.nbytes += n
         p = 0
         while p < n:
             if acc is None:
-                m = content(data, p)
+                m = content(view, p)
                 if m is None:
                     break  # only blank lines are left in this read
                 p = m.start()
@@ -367,17 +402,13 @@ def _streams_halting(reads: _Reads, head: bytes, start: int, splitter: Splitter,
             used = acc._halted()
             if used < 0:
                 break  # the response goes on in the next read
-            stream += _emit(out, stream, acc.finalize(), acc_start, data, acc_start - base, p + used, splitter,
+            stream += _emit(out, stream, acc.finalize(), acc_start, view, acc_start - base, p + used, splitter,
                             "openai-chat")
             acc = None
             p += used
         view.release()
+        view = None
         base += n
-        try:
-            data = reads.read(BLOCK)
-        except Problem as exc:
-            out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
-            break
     if acc is not None:
         stream += _emit(out, stream, acc.finalize(), acc_start, None, -1, 0, splitter, "openai-chat")
     out.span = stream
@@ -399,7 +430,7 @@ def _streams(reads: _Reads, head: bytes, start: int, splitter: Splitter, fmt: st
         result = acc.finalize()
         lo = acc_start - base
         if buf is not None and lo >= 0 and any(e.kind == "in-band error" for e in result.errors):
-            inner = splitter.error_cuts(buf[lo:c])
+            inner = splitter.error_cuts(bytes(buf[lo:c]))
             if inner:  # the stream held two responses: one ended by an error, without [DONE]
                 p = 0
                 for cut in inner + [c - lo]:
