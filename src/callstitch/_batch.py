@@ -16,7 +16,9 @@ and stream, and the parent puts them in front.
 from __future__ import annotations
 
 import base64
+import io
 import itertools
+import mmap
 import os
 import re
 from collections import Counter, deque
@@ -36,6 +38,7 @@ from ._split import SPLITTABLE, Splitter
 __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
 
 BLOCK = 4 << 20          # one read
+FEED = 1 << 18           # one feed of a read, when accumulators stop at their own terminator
 # A large plain file is cut into tasks of about this many bytes, whatever the number of workers,
 # so -j N writes what -j 1 writes. (The variable is for tests and tuning. The cuts do not depend
 # on it, except that a terminating event longer than LOOKBACK lying across a task boundary is
@@ -304,7 +307,15 @@ def _body(task: Task, reader: Any, raw: Any, compression: str | None, out: _Coll
         reads.limit = end
     acc_format = fmt if fmt != "auto" else task.format
     if acc_format == "openai-chat" and framing == SSE:
-        _streams_halting(reads, head, start, make(), out)
+        mapped = _map(raw) if compression is None else None
+        if mapped is not None:
+            # A plain file is read through the page cache directly: no copy into a buffer at all.
+            try:
+                _streams_halting(reads, b"", start, make(), out, mapped[start:end])
+            finally:
+                mapped.release()
+        else:
+            _streams_halting(reads, head, start, make(), out)
     else:
         _streams(reads, head, start, make(), acc_format, out)
 
@@ -363,21 +374,33 @@ def _emit(out: _Collector, stream: int, result: Any, acc_start: int, buf: Any, l
     return 1
 
 
-def _streams_halting(reads: _Reads, head: bytes, start: int, splitter: Splitter, out: _Collector) -> None:
+def _map(raw: Any) -> memoryview | None:
+    """Return a plain file's bytes memory-mapped, or None when it cannot be (a pipe, an empty file)."""
+    try:
+        return memoryview(mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ))
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def _streams_halting(reads: _Reads, head: bytes, start: int, splitter: Splitter, out: _Collector,
+                     mapped: memoryview | None = None) -> None:
     """OpenAI chat: each Accumulator stops itself right after its response's [DONE]: no second scan.
 
-    Reads go into one reused buffer: an accumulator keeps its own copy of any bytes it still
-    needs, so the buffer is free again once a read is fed.
+    The bytes come in blocks: slices of the memory-mapped file, or reads into one reused buffer
+    (an accumulator keeps its own copy of any bytes it still needs, so the buffer is free again
+    once a read is fed).
     """
     content = _CONTENT.search
     stream = 0
     acc = None
     acc_start = 0
     base = start  # source offset of data[0]
-    store = bytearray(BLOCK)
+    store = bytearray(BLOCK) if mapped is None else None
     view = memoryview(head) if head else None
     while True:
-        if view is None:
+        if view is None and mapped is not None:
+            view = mapped[base - start:base - start + BLOCK]
+        elif view is None:
             try:
                 view = reads.read_into(store)
             except Problem as exc:
@@ -398,10 +421,12 @@ def _streams_halting(reads: _Reads, head: bytes, start: int, splitter: Splitter,
                 acc = Accumulator(format="openai-chat", limits=out.limits)
                 acc._halt_at_end()
                 acc_start = base + p
-            acc.feed(view[p:])
+            upto = min(n, p + FEED)  # bounded pieces: what a feed copies stays small
+            acc.feed(view[p:upto])
             used = acc._halted()
             if used < 0:
-                break  # the response goes on in the next read
+                p = upto  # the response goes on
+                continue
             stream += _emit(out, stream, acc.finalize(), acc_start, view, acc_start - base, p + used, splitter,
                             "openai-chat")
             acc = None
