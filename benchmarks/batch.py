@@ -113,13 +113,14 @@ def main() -> None:
         print(f"\n{'measure':<44} {'MB/s':>7} {'ratio':>6} {'MB/cpu-s':>9} {'ratio':>6}  target")
         print(f"{'library reassemble(format=openai-chat)':<44} {named:7.0f} {'':>6} {named_cpu:9.0f}")
         print(f"{'library reassemble(format=auto)':<44} {auto:7.0f} {'':>6} {auto_cpu:9.0f}")
-        rc, wall1, rss1, cpu1 = cli(["-j", "1", big])
+        # The library's figures are its best passes: give the CLI the best of three runs as well.
+        rc, wall1, rss1, cpu1 = min((cli(["-j", "1", big]) for _ in range(3)), key=lambda r: r[1])
         j1, j1_cpu = big_size / wall1 / 1e6, big_size / cpu1 / 1e6
         print(f"{'CLI -j 1, end to end, vs openai-chat':<44} {j1:7.0f} {j1 / named:6.2f} {j1_cpu:9.0f} "
               f"{j1_cpu / named_cpu:6.2f}  >= 0.70")
         print(f"{'CLI -j 1, end to end, vs auto':<44} {j1:7.0f} {j1 / auto:6.2f} {j1_cpu:9.0f} "
               f"{j1_cpu / auto_cpu:6.2f}  >= 0.70")
-        rc, wall2, rss2, cpu2 = cli(["-j", "2", big])
+        rc, wall2, rss2, cpu2 = min((cli(["-j", "2", big]) for _ in range(3)), key=lambda r: r[1])
         j2 = big_size / wall2 / 1e6
         print(f"{'CLI -j 2 vs -j 1 (wall clock)':<44} {j2:7.0f} {j2 / j1:6.2f} {'':>9} {'':>6}  >= 1.70")
         print(f"  (CPU seconds: -j 1 {cpu1:.2f}, -j 2 {cpu2:.2f}; load average before: "
