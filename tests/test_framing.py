@@ -379,3 +379,34 @@ def test_offset_counts_utf8_bytes_not_characters(impl):
     result = impl.reassemble(body)
     assert [(e.kind, e.offset) for e in result.errors] == [("malformed chunk", len(good))]
     assert result.tool_calls[0].arguments == {"t": "東京😀"}
+
+
+@pytest.mark.parametrize("step", [1, 7, 64, 4096, None])
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
+def test_halting_at_the_terminator(impl, step, eol):
+    # Batch reprocessing lets each accumulator stop right after its response's [DONE]; the rest
+    # of the read is the next response's. Both twins must stop at the same byte, however fed.
+    def response(k):
+        body = (b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": f"c{k}", "function": {"name": "f", "arguments": '{"k": %d}' % k}}]}}]}).encode()
+            + eol + eol + b": keep" + eol + eol + b"data: [DONE]" + eol + eol)
+        return body
+    blob = b"".join(response(k) for k in range(3))
+    pieces = [blob] if step is None else [blob[i:i + step] for i in range(0, len(blob), step)]
+    results, acc = [], None
+    for piece in pieces:
+        pos = 0
+        while pos < len(piece):
+            if acc is None:
+                acc = impl.Accumulator()
+                acc._halt_at_end()
+            acc.feed(piece[pos:])
+            used = acc._halted()
+            if used < 0:
+                break
+            results.append(acc.finalize())
+            acc, pos = None, pos + used
+    if acc is not None:
+        results.append(acc.finalize())
+    calls = [[(c.id, c.arguments) for c in r.tool_calls] for r in results if r.tool_calls or r.errors]
+    assert calls == [[(f"c{k}", {"k": k})] for k in range(3)]
