@@ -214,3 +214,31 @@ def test_no_leak_on_error_paths(impl):
                 impl.reassemble(body, format="auto", limits=limits)
     gc.collect()
     assert _rss() - before < 4 << 20
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_unhashable_values_where_names_are_expected(both, fmt):
+    # Found by the fuzzer: an event whose "type" (or item id, or block index) is an object must be
+    # reported or ignored, never raise (set and dict lookups cannot take a JSON object).
+    events = [
+        b'data: {"type":{"torguments":"","status":"in_progress"}}\n\n',
+        b'data: {"type":"response.function_call_arguments.delta","item_id":{"a":1},"delta":"x"}\n\n',
+        b'data: {"type":"response.function_call_arguments.done","item_id":[1],"arguments":"{}"}\n\n',
+        b'data: {"type":"response.output_item.added","item":{"type":"function_call","id":{"x":1},"name":"f"}}\n\n',
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":{"i":0}}\n\n',
+        b'data: {"type":"content_block_start","index":0,"content_block":{"type":{"t":1}}}\n\n',
+        b'event: contentBlockStop\ndata: {"contentBlockIndex":[0]}\n\n',
+        b'data: {"type":["tool-call-start"]}\n\n',
+    ]
+    for event in events:
+        both_agree(both, event, fmt)
+    both_agree(both, b"".join(events), fmt)
+
+
+def test_fuzzer_finding_53282d09(both):
+    body = bytes.fromhex(
+        "610a223a22746f53616e227d7d7d7d7d0a0a6576656e01000000000000ad63616c6c2d64656c74610a646174613a207b"
+        "2274797065223a7b22746f7267756d656e7473223a22222c22737461747573223a22696e5f655f73746f53616e227d7d"
+        "202020202020202020207d0a0a")
+    for fmt in FORMATS:
+        both_agree(both, body, fmt)

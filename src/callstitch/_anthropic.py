@@ -16,7 +16,7 @@ _CLIENT_BLOCKS = frozenset(("tool_use",))
 
 def claims(event: str | None, obj: Any) -> bool:
     """Tell whether an event is an Anthropic Messages stream event."""
-    return type(obj) is dict and obj.get("type") in _EVENTS
+    return type(obj) is dict and type(obj.get("type")) is str and obj["type"] in _EVENTS
 
 
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
@@ -48,7 +48,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             state.error("unexpected shape", "content_block_start without an integer index and a block", offset, obj)
             return
         btype = block.get("type")
-        if btype in _CLIENT_BLOCKS:
+        if type(btype) is str and btype in _CLIENT_BLOCKS:
             notes.setdefault("tools", {})[index] = block.get("input")
             notes.setdefault("streamed", set())
             call_id, name = block.get("id"), block.get("name")
@@ -60,9 +60,10 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             _text(acc, state, 1, block.get("thinking"), offset, empty_ok=False)
     elif kind == "content_block_stop":
         index = obj.get("index")
-        _settle(acc, state, index)
-        if index in notes.get("tools", ()):
-            acc._complete(0, index)
+        if type(index) is int:
+            _settle(acc, state, index)
+            if index in notes.get("tools", ()):
+                acc._complete(0, index)
     elif kind == "message_delta":
         delta = obj.get("delta")
         if type(delta) is dict and type(delta.get("stop_reason")) is str:

@@ -72,7 +72,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         acc._complete(None, None)
     elif name == "contentBlockStop":
         index = body.get("contentBlockIndex")
-        if index in notes.get("tools", ()):
+        if type(index) is int and index in notes.get("tools", ()):
             acc._complete(0, index)
     elif name == "metadata":
         if body.get("usage") is not None:

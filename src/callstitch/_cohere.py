@@ -11,7 +11,7 @@ _EVENTS = frozenset(("message-start", "content-start", "content-delta", "content
 
 def claims(event: str | None, obj: Any) -> bool:
     """Tell whether an event is a Cohere v2 chat stream event."""
-    return type(obj) is dict and obj.get("type") in _EVENTS
+    return type(obj) is dict and type(obj.get("type")) is str and obj["type"] in _EVENTS
 
 
 def _message(obj: dict) -> Any:

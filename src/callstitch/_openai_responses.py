@@ -22,10 +22,12 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         state.error("unexpected shape", "an event must be a JSON object", offset, obj)
         return
     kind = obj.get("type")
+    if type(kind) is not str:
+        return  # like any event type it does not know (JSON values may be unhashable: no lookups)
     notes = state.notes
     if kind == "response.function_call_arguments.delta":
         item, delta = obj.get("item_id"), obj.get("delta")
-        if item in notes.get("calls", ()) and type(delta) is str:
+        if type(item) is str and item in notes.get("calls", ()) and type(delta) is str:
             if delta:  # an empty delta brings nothing: the done event's arguments still count
                 notes["streamed"].add(item)
             acc._fragment(0, state.key(item), None, None, delta)
@@ -39,7 +41,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             _item(acc, state, item, done=kind.endswith("done"))
     elif kind == "response.function_call_arguments.done":
         item = obj.get("item_id")
-        if item in notes.get("calls", ()):
+        if type(item) is str and item in notes.get("calls", ()):
             _arguments(acc, state, item, obj.get("arguments"))
             acc._complete(0, state.key(item))
     elif kind in _ENDS:
@@ -62,6 +64,8 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
 def _item(acc: Any, state: Any, item: dict, done: bool) -> None:
     """Register a function_call item (the call id is call_id; the item id keys its deltas)."""
     key = item.get("id") or item.get("call_id")
+    if type(key) is not str:
+        return  # an item with no usable id cannot be told apart from the others
     calls = state.notes.setdefault("calls", set())
     state.notes.setdefault("streamed", set())
     call_id, name = item.get("call_id"), item.get("name")
