@@ -14,15 +14,13 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy, memmove
 
-import orjson
-
 from . import _dispatch, _framing
-from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
-                        Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
-                        build_result, make_call, parses, raise_first_error)
+                        Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
+                        raise_first_error)
+from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._state import RawJSON, StreamState
-from ._text import encode_fragment, escape_surrogate
+from ._text import argument_bytes, encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
 
@@ -211,10 +209,8 @@ cdef int _Q_INTEGER_ID = Q_INTEGER_ID
 cdef int _Q_MISSING_INDEX = Q_MISSING_INDEX
 cdef int _Q_NAME_CHANGED = Q_NAME_CHANGED
 cdef int _Q_NEW_CALL_SAME_INDEX = Q_NEW_CALL_SAME_INDEX
-cdef int _Q_OBJECT_ARGUMENTS = Q_OBJECT_ARGUMENTS
 cdef int _Q_RESENT_ID = Q_RESENT_ID
 cdef int _Q_RESENT_NAME = Q_RESENT_NAME
-cdef int _Q_SPLIT_SURROGATE = Q_SPLIT_SURROGATE
 
 cdef object _handle_event = _dispatch.handle_event
 cdef object _route_framing = _framing.route
@@ -1070,32 +1066,14 @@ cdef class Accumulator:
         """Route one fragment to its slot (the quirk rules live here) and append its arguments."""
         cdef _Slot slot = self._route(choice, index, call_id, name)
         cdef bint joined
-        if slot is None or arguments is None:
+        if slot is None or arguments is None or (type(arguments) is str and not arguments):
             return
-        if type(arguments) is str:
-            if not arguments:
-                return
-            if slot.pending:
-                data, slot.pending, joined = encode_fragment(arguments, slot.pending)
-                if joined:
-                    slot.quirks |= _Q_SPLIT_SURROGATE
-            else:
-                try:
-                    data = (<str>arguments).encode("utf-8")
-                except UnicodeEncodeError:
-                    data, slot.pending, joined = encode_fragment(arguments, 0)
-            self._append(slot, data)
-        elif isinstance(arguments, (bytes, bytearray, memoryview)):
-            self._append(slot, bytes(arguments))
-        else:
-            # Arguments sent as a JSON value instead of a string (Ollama, GLM, llama-server).
-            slot.quirks |= _Q_OBJECT_ARGUMENTS
-            try:
-                data = orjson.dumps(arguments)
-            except TypeError as exc:
-                self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
-                return
-            self._append(slot, data)
+        data, slot.pending, bits, problem = argument_bytes(arguments, slot.pending)
+        slot.quirks |= bits
+        if problem is not None:
+            self._state.error("unexpected shape", problem, None)
+            return
+        self._append(slot, data)
 
     cdef _Slot _route(self, object choice, object index, object call_id, object name):
         """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules)."""

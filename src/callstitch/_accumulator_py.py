@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from orjson import JSONDecodeError as _JSONDecodeError
 from orjson import loads as _loads
 
 from . import _dispatch, _framing, _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
-                        Q_NEW_CALL_SAME_INDEX, Q_OBJECT_ARGUMENTS, Q_RESENT_ID, Q_RESENT_NAME, Q_SPLIT_SURROGATE,
-                        build_result, make_call, parses, raise_first_error)
+                        Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
+                        raise_first_error)
 from ._limits import Limits, as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._results import Result, ToolCall
 from ._state import StreamState
-from ._text import encode_fragment, escape_surrogate
+from ._text import argument_bytes, encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
 
@@ -464,32 +463,14 @@ class Accumulator:
         slot = self._route(choice, index, call_id, name)
         if slot is None:
             return  # over a limit: recorded, and the fragment dropped
-        if arguments is None:
+        if arguments is None or (type(arguments) is str and not arguments):
             return
-        if type(arguments) is str:
-            if not arguments:
-                return
-            if slot.pending:
-                data, slot.pending, joined = encode_fragment(arguments, slot.pending)
-                if joined:
-                    slot.quirks |= Q_SPLIT_SURROGATE
-            else:
-                try:
-                    data = arguments.encode("utf-8")
-                except UnicodeEncodeError:
-                    data, slot.pending, joined = encode_fragment(arguments, 0)
-            self._append(slot, data)
-        elif isinstance(arguments, (bytes, bytearray, memoryview)):
-            self._append(slot, bytes(arguments))
-        else:
-            # Arguments sent as a JSON value instead of a string (Ollama, GLM, llama-server).
-            slot.quirks |= Q_OBJECT_ARGUMENTS
-            try:
-                data = orjson.dumps(arguments)
-            except TypeError as exc:
-                self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
-                return
-            self._append(slot, data)
+        data, slot.pending, bits, problem = argument_bytes(arguments, slot.pending)
+        slot.quirks |= bits
+        if problem is not None:
+            self._state.error("unexpected shape", problem, None)
+            return
+        self._append(slot, data)
 
     def _route(self, choice: int, index: int | None, call_id: Any, name: str | None) -> _Slot | None:
         """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules).
@@ -693,9 +674,11 @@ class Accumulator:
             cs = self._choices.get(choice)
             if cs is None:
                 return
-            slot = cs.by_index.get(index) if index is not None else None
-            slots = [slot] if slot is not None else [] if index is not None else [
-                s for s in self._slots if s.choice == choice]
+            if index is not None:
+                found = cs.by_index.get(index)
+                slots = [found] if found is not None else []
+            else:
+                slots = [s for s in self._slots if s.choice == choice]
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))

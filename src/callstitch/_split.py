@@ -106,17 +106,6 @@ class Splitter:
         cuts, _ = Splitter(self.format, self.framing, errors=True).scan(segment, 0, True)
         return [c for c in cuts if _CONTENT.search(segment, c) is not None]
 
-    @property
-    def splits(self) -> bool:
-        """Tell whether this splitter can cut at all (a known format and framing)."""
-        if self.framing == EVENTSTREAM:
-            return self.format in ("bedrock", "auto")
-        return self._needle is not None
-
-    def reset(self) -> None:
-        """Forget what the stream in progress was (called at a cut made from outside)."""
-        self._gemini_id = None
-
     def scan(self, buf: bytes, pos: int, final: bool) -> tuple[list[int], int]:
         """Return (cuts, safe): the cuts in buf[pos:], and the end of the bytes that may be fed now.
 

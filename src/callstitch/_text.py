@@ -9,6 +9,11 @@ off the hot path: when a fragment does not encode as plain UTF-8, or a surrogate
 from __future__ import annotations
 
 import re
+from typing import Any
+
+import orjson
+
+from ._finalize import Q_OBJECT_ARGUMENTS, Q_SPLIT_SURROGATE
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -41,3 +46,27 @@ def encode_fragment(text: str, pending: int) -> tuple[bytes, int, bool]:
     text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     text = _LONE_SURROGATE.sub(lambda m: escape_surrogate(ord(m.group())), text)
     return (head + text).encode("utf-8"), new_pending, joined
+
+
+def argument_bytes(arguments: Any, pending: int) -> tuple[bytes, int, int, str | None]:
+    """Turn one fragment's arguments, of any type, into bytes to append.
+
+    Returns (bytes, new pending surrogate, quirk bits, problem); problem names why nothing could
+    be appended. The twins' fast paths take plain strings themselves; everything else comes here.
+    """
+    if type(arguments) is str:
+        if pending:
+            data, pending, joined = encode_fragment(arguments, pending)
+            return data, pending, Q_SPLIT_SURROGATE if joined else 0, None
+        try:
+            return arguments.encode("utf-8"), 0, 0, None
+        except UnicodeEncodeError:
+            data, pending, _ = encode_fragment(arguments, 0)
+            return data, pending, 0, None
+    if isinstance(arguments, (bytes, bytearray, memoryview)):
+        return bytes(arguments), pending, 0, None
+    # Arguments sent as a JSON value instead of a string (Ollama, GLM, llama-server).
+    try:
+        return orjson.dumps(arguments), pending, Q_OBJECT_ARGUMENTS, None
+    except TypeError as exc:
+        return b"", pending, Q_OBJECT_ARGUMENTS, f"arguments are not JSON: {exc}"
