@@ -9,7 +9,7 @@ import callstitch
 from callstitch import _accumulator_c, _accumulator_py
 
 PUBLIC = ["feed", "feed_chunk", "add", "finalize"]
-INTERNAL = ["_fragment", "_text", "_complete", "_event"]  # what the shared adapters and framers call
+INTERNAL = ["_fragment", "_whole", "_text", "_complete", "_event"]  # what the shared adapters and framers call
 
 
 def public_names(cls):

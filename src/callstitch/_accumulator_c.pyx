@@ -20,7 +20,9 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         raise_first_error)
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._state import RawJSON, StreamState
+from ._ollama import finish as _ollama_finish
 from ._text import argument_bytes, encode_fragment, escape_surrogate
+from orjson import dumps as _dumps, loads as _loads
 
 __all__ = ["Accumulator"]
 
@@ -75,6 +77,7 @@ cdef extern from "_chunkscan.h" nogil:
         int has_esc
         int64_t i
     int cs_extract(const unsigned char *p, Py_ssize_t n, const cs_want *wants, int nwants, cs_val *out)
+    int cs_items(const unsigned char *p, Py_ssize_t n, const unsigned char **starts, Py_ssize_t *lens, int max)
 
 # What the fast path reads from each format's commonest events; any value kind is allowed, so
 # the reader only validates and locates, and the decisions stay here, readable.
@@ -95,7 +98,8 @@ cdef cs_want _RESPONSES_END[11]
 cdef cs_want _BEDROCK[5]
 cdef cs_want _COHERE[8]
 cdef cs_want _GEMINI[9]
-cdef cs_want _OLLAMA[6]
+cdef cs_want _OLLAMA[9]
+cdef cs_want _OLLAMA_CALL[4]
 
 
 cdef void _want(cs_want *w, const char *a, const char *b=NULL, const char *c=NULL, const char *d=NULL,
@@ -165,13 +169,22 @@ _want(&_GEMINI[6], "candidates", "#0", "content", "parts", "#0")
 _GEMINI[6].path[5] = "functionCall"
 _want(&_GEMINI[7], "usageMetadata")
 _want(&_GEMINI[8], "error")
-# ollama: a line of message text
+# ollama: a line of message text, of whole calls, or the last line (done, its reason and token counts)
 _want(&_OLLAMA[0], "error")
 _want(&_OLLAMA[1], "message", "content")
 _want(&_OLLAMA[2], "message", "thinking")
 _want(&_OLLAMA[3], "message", "tool_calls")
+_OLLAMA[3].allowed = _ANY | CS_T_ARRAY
 _want(&_OLLAMA[4], "done")
 _want(&_OLLAMA[5], "message")
+_want(&_OLLAMA[6], "done_reason")
+_want(&_OLLAMA[7], "prompt_eval_count")
+_want(&_OLLAMA[8], "eval_count")
+# … and of each entry of message.tool_calls
+_want(&_OLLAMA_CALL[0], "id")
+_want(&_OLLAMA_CALL[1], "function")
+_want(&_OLLAMA_CALL[2], "function", "name")
+_want(&_OLLAMA_CALL[3], "function", "arguments")
 
 _FORMAT_CODES = {"openai-chat": FMT_CHAT, "openai-responses": FMT_RESPONSES, "anthropic": FMT_ANTHROPIC,
                  "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE, "gemini": FMT_GEMINI, "ollama": FMT_OLLAMA}
@@ -193,6 +206,25 @@ cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
 cdef object _span_str_v(const cs_val *v):
     cdef cs_span s = _span(v)
     return _span_str(&s)
+
+
+cdef object _value(const cs_val *v):
+    """Return a located value as the Python object orjson would give for it (None when absent)."""
+    if v.kind == CS_T_STR:
+        return _span_str_v(v)
+    if v.kind == CS_T_INT:
+        return v.i
+    if v.kind == CS_T_OTHER or v.kind == CS_T_ARRAY:
+        return _loads((<const char *>v.p)[:v.n])
+    return None
+
+
+cdef inline bint _is_true(const cs_val *v):
+    return v.kind == CS_T_OTHER and v.n == 4 and memcmp(v.p, b"true", 4) == 0
+
+
+cdef inline bint _is_object(const cs_val *v):
+    return v.kind == CS_T_OTHER and v.p[0] == b'{'
 
 
 cdef inline cs_span _span(const cs_val *v):
@@ -217,6 +249,8 @@ cdef object _route_framing = _framing.route
 cdef object _finish_framing = _framing.finish
 cdef object _close = _dispatch.close
 cdef object _SSE = _framing.SSE
+cdef object _NDJSON = _framing.NDJSON
+cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON)  # framed here, in place
 cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
 
@@ -237,6 +271,7 @@ cdef class _Slot:
     cdef object call  # built when the protocol closed the call
     cdef Py_ssize_t call_nfrags
     cdef bint over  # its arguments reached Limits.call_bytes: the rest is dropped
+    cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
 
     def __cinit__(self, object choice, Py_ssize_t seq, Py_ssize_t position):
         self.choice = choice
@@ -247,6 +282,7 @@ cdef class _Slot:
         self.buf = bytearray()
         self.cumulative = None
         self.call = None
+        self.parsed = None
 
 
 cdef class _ChoiceState:
@@ -328,7 +364,8 @@ cdef class Accumulator:
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
     cdef bytes _item_key
     cdef _Slot _item_slot
-    cdef bint _sse
+    cdef bint _in_place  # the framing is known and is one this twin frames itself (SSE, NDJSON)
+    cdef bint _nd  # … and it is NDJSON: one JSON document per line
     # SSE framing state
     cdef bytearray _tail
     cdef Py_ssize_t _offset
@@ -361,7 +398,7 @@ cdef class Accumulator:
         self._fast = format == "openai-chat"
         self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
         self._auto = format == "auto"
-        self._sse = self._state.framing == _SSE
+        self._in_place = self._state.framing == _SSE
         self._slots = []
         self._done = []
         self._choices = {}
@@ -390,15 +427,16 @@ cdef class Accumulator:
         cdef const unsigned char[::1] view
         if isinstance(data, str):
             data = (<str>data).encode("utf-8")
-        if not self._sse:
+        if not self._in_place:
             if not isinstance(data, bytes):
                 data = bytes(data)
             if not data:
                 return 0
-            data = _route_framing(self, self._state, data)
+            data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
             if data is None:
                 return 0
-            self._sse = True
+            self._in_place = True
+            self._nd = self._state.framing == _NDJSON
         if isinstance(data, bytes):
             return self._feed(<const unsigned char *><char *>data, len(<bytes>data))
         view = memoryview(data).cast("B")
@@ -440,6 +478,8 @@ cdef class Accumulator:
                 return 0
             self._started = True
             # A partial BOM was ordinary bytes after all: they stay in the tail as line text.
+        if self._nd:
+            return self._feed_lines(p, n)
         if self._skip_lf:
             self._skip_lf = False
             if p[0] == b'\n':
@@ -520,6 +560,65 @@ cdef class Accumulator:
                 return 0
             if p == NULL:
                 return 0
+        return 0
+
+    cdef int _feed_lines(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Frame NDJSON: hand over each line (split at LF only), exactly as _framing.NDJSONFramer does."""
+        cdef const unsigned char *end = p + n
+        cdef const unsigned char *nl
+        cdef Py_ssize_t m
+        if self._skipping:
+            # The rest of a line over Limits.event_bytes: drop it up to its LF.
+            nl = <const unsigned char *>memchr(p, b'\n', n)
+            if nl == NULL:
+                self._offset += n
+                return 0
+            self._skipping = False
+            self._offset += nl - p + 1
+            p = nl + 1
+        if PyByteArray_GET_SIZE(self._tail) and p < end:
+            nl = <const unsigned char *>memchr(p, b'\n', end - p)
+            if nl == NULL:
+                self._tail.extend((<const char *>p)[:end - p])
+                return self._check_line_tail()
+            self._tail.extend((<const char *>p)[:nl - p])
+            m = PyByteArray_GET_SIZE(self._tail)
+            self._nd_line(<const unsigned char *>PyByteArray_AS_STRING(self._tail), m, self._offset)
+            del self._tail[:]
+            self._offset += m + 1
+            p = nl + 1
+        while p < end:
+            nl = <const unsigned char *>memchr(p, b'\n', end - p)
+            if nl == NULL:
+                self._tail.extend((<const char *>p)[:end - p])
+                return self._check_line_tail()
+            m = nl - p
+            self._nd_line(p, m, self._offset)
+            self._offset += m + 1
+            p = nl + 1
+        return 0
+
+    cdef int _check_line_tail(self) except -1:
+        """Drop an unfinished NDJSON line once it is over Limits.event_bytes, and skip to its end."""
+        cdef Py_ssize_t m = PyByteArray_GET_SIZE(self._tail)
+        if m > self._max_event:
+            line_dropped(self._state, self._max_event, self._offset)
+            self._offset += m
+            del self._tail[:]
+            self._skipping = True
+        return 0
+
+    cdef int _nd_line(self, const unsigned char *p, Py_ssize_t n, Py_ssize_t pos) except -1:
+        """Handle one NDJSON line (without its LF): dropped when too long, skipped when blank."""
+        cdef Py_ssize_t k
+        if n > self._max_event:
+            line_dropped(self._state, self._max_event, pos)
+            return 0
+        for k in range(n):
+            if p[k] != b' ' and p[k] != b'\t' and p[k] != b'\r' and p[k] != b'\n':
+                self._event_name = None
+                self._data_offset = pos
+                return self._dispatch_payload(p, n)
         return 0
 
     cdef int _check_tail(self) except -1:
@@ -674,13 +773,23 @@ cdef class Accumulator:
     cdef int _end_of_stream(self) except -1:
         """Dispatch what the stream left pending: the last event needs no closing blank line."""
         cdef Py_ssize_t m
-        if not self._sse:
-            data = _finish_framing(self, self._state)
+        if not self._in_place:
+            data = _finish_framing(self, self._state, _OWN_FRAMINGS)
             if data is None:
                 _close(self, self._state)
                 return 0
-            self._sse = True
+            self._in_place = True
+            self._nd = self._state.framing == _NDJSON
             self._feed_data(data)
+        if self._nd:
+            m = PyByteArray_GET_SIZE(self._tail)
+            if m:
+                tail = bytes(self._tail)
+                del self._tail[:]
+                self._nd_line(<const unsigned char *><char *>tail, m, self._offset)
+                self._offset += m
+            _close(self, self._state)
+            return 0
         self._skip_lf = False
         m = PyByteArray_GET_SIZE(self._tail)
         if m:
@@ -904,22 +1013,57 @@ cdef class Accumulator:
                 self._state.usage = RawJSON((<const char *>v[7].p)[:v[7].n])
             return 1
         if self._fmt == FMT_OLLAMA:
-            # A line of message text: no error, no calls, not done.
-            if (not cs_extract(data, n, _OLLAMA, 6, v) or not (v[0].kind & (CS_T_ABSENT | CS_T_NULL))
-                    or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)) or v[5].kind != CS_T_OTHER
-                    or not (v[4].kind == CS_T_ABSENT or (v[4].kind == CS_T_OTHER and v[4].n == 5
-                                                           and memcmp(v[4].p, b"false", 5) == 0))
-                    or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))
-                    or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))):
-                return 0
-            if v[1].kind == CS_T_STR and v[1].n:
-                span = _span(&v[1])
-                self._text_span(0, 0, &span)
-            if v[2].kind == CS_T_STR and v[2].n:
-                span = _span(&v[2])
-                self._text_span(0, 1, &span)
-            return 1
+            return self._ollama_line(data, n)
         return 0
+
+    cdef int _ollama_line(self, const unsigned char *data, Py_ssize_t n) except -1:
+        """Apply an Ollama line as _ollama.handle does: text, whole calls, the last line; 0 sends it the general way."""
+        cdef cs_val *v = self._vals
+        cdef cs_val c[4]
+        cdef const unsigned char *starts[16]
+        cdef Py_ssize_t lens[16]
+        cdef cs_span span
+        cdef int k, count = 0
+        cdef list calls = None
+        cdef object reason = None, usage = None
+        if (not cs_extract(data, n, _OLLAMA, 9, v) or not (v[0].kind & (CS_T_ABSENT | CS_T_NULL))
+                or not (v[5].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[5]))
+                or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))
+                or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))
+                or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_ARRAY))):
+            return 0
+        if v[3].kind == CS_T_ARRAY and v[3].i:
+            # Read every entry before applying anything: one the reader cannot take sends the whole line on.
+            count = cs_items(v[3].p, v[3].n, starts, lens, 16)
+            if count < 0:
+                return 0
+            calls = []
+            for k in range(count):
+                if not cs_extract(starts[k], lens[k], _OLLAMA_CALL, 4, c) or not _is_object(&c[1]):
+                    return 0
+                calls.append((_value(&c[0]), _value(&c[2]), _value(&c[3])))
+        if _is_true(&v[4]):
+            reason = _value(&v[6])
+            usage = {}
+            if v[7].kind != CS_T_ABSENT:
+                usage["prompt_eval_count"] = _value(&v[7])
+            if v[8].kind != CS_T_ABSENT:
+                usage["eval_count"] = _value(&v[8])
+        if v[1].kind == CS_T_STR and v[1].n:
+            span = _span(&v[1])
+            self._text_span(0, 0, &span)
+        if v[2].kind == CS_T_STR and v[2].n:
+            span = _span(&v[2])
+            self._text_span(0, 1, &span)
+        if calls is not None:
+            keys = self._state.keys
+            for call_id, name, arguments in calls:
+                # What _ollama.tool_call does with an entry whose function is an object.
+                self._whole(0, self._state.key(("call", len(keys))), call_id if type(call_id) in (str, int) else None,
+                            name if type(name) is str else None, arguments)
+        if usage is not None:
+            _ollama_finish(self, self._state, reason, usage)
+        return 1
 
     cdef int _complete_slot(self, _Slot slot) except -1:
         """Hand over one call the protocol just closed (what _complete does for one slot)."""
@@ -1074,6 +1218,29 @@ cdef class Accumulator:
             self._state.error("unexpected shape", problem, None)
             return
         self._append(slot, data)
+
+    def _whole(self, choice, key, call_id, name, arguments):
+        """Take a call that arrived whole (Ollama, Gemini) and hand it over.
+
+        arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
+        its compact JSON again.
+        """
+        cdef _Slot slot
+        if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
+            self._fragment(choice, key, call_id, name, arguments)
+        else:
+            slot = self._route(choice, key, call_id, name)
+            if slot is None:
+                return  # over a limit: recorded, and the call dropped
+            try:
+                data = _dumps(arguments)
+            except TypeError as exc:
+                self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
+            else:
+                self._append(slot, data)
+                if slot.nfrags == 1:
+                    slot.parsed = arguments
+        self._complete(choice, key)
 
     cdef _Slot _route(self, object choice, object index, object call_id, object name):
         """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules)."""
@@ -1274,7 +1441,7 @@ cdef class Accumulator:
             data = slot.buf if final else bytes(slot.buf)
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
-                                  slot.last_start, slot.quirks, slot.over)
+                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
             slot.call_nfrags = slot.nfrags
         return slot.call
 

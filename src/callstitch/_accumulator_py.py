@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from orjson import JSONDecodeError as _JSONDecodeError
+from orjson import dumps as _dumps
 from orjson import loads as _loads
 
 from . import _dispatch, _framing, _openai_chat
@@ -30,7 +31,7 @@ class _Slot:
     """One call being received: id, name and its argument bytes."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks", "call", "call_nfrags", "over")
+                 "pending", "quirks", "call", "call_nfrags", "over", "parsed")
 
     def __init__(self, choice: int, seq: int, position: int) -> None:
         self.choice = choice
@@ -49,6 +50,7 @@ class _Slot:
         self.call: ToolCall | None = None  # built when the protocol closed the call
         self.call_nfrags = 0
         self.over = False  # its arguments reached Limits.call_bytes: the rest is dropped
+        self.parsed: Any = None  # the arguments as a value, when the call arrived whole with them parsed
 
 
 class _ChoiceState:
@@ -472,6 +474,28 @@ class Accumulator:
             return
         self._append(slot, data)
 
+    def _whole(self, choice: int, key: int, call_id: Any, name: str | None, arguments: Any) -> None:
+        """Take a call that arrived whole (Ollama, Gemini) and hand it over.
+
+        arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
+        its compact JSON again.
+        """
+        if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
+            self._fragment(choice, key, call_id, name, arguments)
+        else:
+            slot = self._route(choice, key, call_id, name)
+            if slot is None:
+                return  # over a limit: recorded, and the call dropped
+            try:
+                data = _dumps(arguments)
+            except TypeError as exc:
+                self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
+            else:
+                self._append(slot, data)
+                if slot.nfrags == 1:
+                    slot.parsed = arguments
+        self._complete(choice, key)
+
     def _route(self, choice: int, index: int | None, call_id: Any, name: str | None) -> _Slot | None:
         """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules).
 
@@ -662,7 +686,7 @@ class Accumulator:
             data = slot.buf if final else bytes(slot.buf)
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
-                                  slot.last_start, slot.quirks, slot.over)
+                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
             slot.call_nfrags = slot.nfrags
         return slot.call
 

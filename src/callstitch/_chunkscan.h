@@ -1287,4 +1287,30 @@ static inline int cs_extract(const unsigned char *p, ptrdiff_t n, const cs_want 
     return 1;
 }
 
+/* cs_items(p, n, starts, lens, max): the elements of an array whose raw text
+ * p[0..n) cs_extract has already validated (a CS_T_ARRAY or CS_T_OTHER span
+ * starting at '[').  Fills the spans of at most max elements and returns their
+ * count; -1 when there are more than max, or p is not such an array. */
+static inline int cs_items(const unsigned char *p, ptrdiff_t n, const unsigned char **starts, ptrdiff_t *lens,
+                           int max)
+{
+    const unsigned char *e = p + n, *q;
+    int k = 0, r;
+    if (!p || n < 2 || *p != '[') return -1;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == ']') return 0;
+    for (;;) {
+        if (p >= e || k == max) return -1;
+        q = cs_skipv(p, e, 1);
+        if (!q) return -1;
+        starts[k] = p;
+        lens[k] = q - p;
+        k++;
+        p = q;
+        r = cs_next_member(&p, e, ']');
+        if (r < 0) return -1;
+        if (r == 0) return k;
+    }
+}
+
 #endif /* CALLSTITCH_CHUNKSCAN_H */

@@ -121,12 +121,20 @@ def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: 
 
 
 def make_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
-              cumulative: list[int] | None, last_start: int, bits: int, cut: bool = False) -> ToolCall:
+              cumulative: list[int] | None, last_start: int, bits: int, cut: bool = False,
+              parsed: Any = None) -> ToolCall:
     """Build one finished ToolCall from a slot's state: its arguments parsed once.
 
     cut: the arguments went past Limits.call_bytes and the rest was dropped; they are reported
-    as truncated whatever the kept part looks like.
+    as truncated whatever the kept part looks like. parsed: the arguments as a value, when the
+    call arrived whole with them already parsed (data is then their compact JSON).
     """
+    if parsed is not None and not cut:
+        if type(parsed) is dict:
+            return ToolCall(call_id, name, choice, index, parsed, data, None, quirk_names(bits))
+        error = ArgumentsError("not an object", f"got a JSON {type(parsed).__name__}", call_id=call_id, name=name,
+                               offset=0, raw=data)
+        return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
     if cut:
         error = ArgumentsError("truncated", "the rest of the arguments went past Limits.call_bytes and was dropped",
                                call_id=call_id, name=name, offset=len(data), raw=data)

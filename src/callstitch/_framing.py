@@ -1,7 +1,9 @@
 """Framings other than SSE: NDJSON and the AWS event stream, and telling which one a body uses.
 
 SSE, by far the most common, is framed by the accumulator twins themselves (it is on the hot
-path). These framers are written once and hand each event back to the twin's ``_event``.
+path), and NDJSON by the compiled twin as well. These framers are written once and hand each
+event back to the twin's ``_event``; NDJSONFramer is what the compiled twin's line framing must
+match byte for byte.
 """
 
 from __future__ import annotations
@@ -254,10 +256,11 @@ def make_framer(kind: str, acc: Any, state: Any) -> Any:
     return NDJSONFramer(acc, state) if kind == NDJSON else EventStreamFramer(acc, state)
 
 
-def route(acc: Any, state: Any, data: bytes) -> bytes | None:
-    """Feed bytes that the twin's SSE framer does not take; return them when they are SSE after all.
+def route(acc: Any, state: Any, data: bytes, own: tuple = (SSE,)) -> bytes | None:
+    """Feed bytes that the twin does not frame itself; return them when it does after all.
 
-    Called only while the framing is unknown or is not SSE.
+    own: the framings the twin frames in place (SSE for both; the compiled twin NDJSON too).
+    Called only while the framing is unknown or is not one of those.
     """
     if state.framing is None:
         head = state.head + data
@@ -267,21 +270,23 @@ def route(acc: Any, state: Any, data: bytes) -> bytes | None:
             return None
         state.head = b""
         state.framing = kind
-        if kind == SSE:
+        if kind in own:
             return head
         data = head
+    elif state.framing in own:
+        return data
     if state.framer is None:
         state.framer = make_framer(state.framing, acc, state)
     state.framer.feed(data)
     return None
 
 
-def finish(acc: Any, state: Any) -> bytes | None:
-    """At the end of the stream: settle the framing and flush the framer; return bytes still due to SSE."""
+def finish(acc: Any, state: Any, own: tuple = (SSE,)) -> bytes | None:
+    """At the end of the stream: settle the framing and flush the framer; return bytes still due to the twin."""
     if state.framing is None:
         head, state.head = state.head, b""
         state.framing = choose(head, final=True) or SSE
-        if state.framing == SSE:
+        if state.framing in own:
             return head
         state.framer = make_framer(state.framing, acc, state)
         state.framer.feed(head)

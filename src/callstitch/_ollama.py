@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from ._state import error_text
 
 
@@ -30,22 +28,27 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
                 acc._text(0, which, text)
         calls = message.get("tool_calls")
         for call in calls if type(calls) is list else ():
-            function = call.get("function") if type(call) is dict else None
-            if type(function) is not dict:
-                state.error("unexpected shape", "a tool call without a function", offset, call)
-                continue
-            name, call_id, arguments = function.get("name"), call.get("id"), function.get("arguments")
-            if arguments is not None and type(arguments) is not str:
-                arguments = orjson.dumps(arguments)  # the format sends an object: take it as the value
-            # Each call arrives whole: it gets a key of its own.
-            key = state.key(("call", len(state.keys)))
-            acc._fragment(0, key, call_id if type(call_id) in (str, int) else None,
-                          name if type(name) is str else None, arguments)
-            acc._complete(0, key)
+            tool_call(acc, state, call, offset)
     if obj.get("done") is True:
-        usage = {k: obj[k] for k in ("prompt_eval_count", "eval_count") if k in obj}
-        if usage:
-            state.usage = usage
-        reason = obj.get("done_reason")
-        state.finish(0, reason if type(reason) is str else "stop")
-        acc._complete(None, None)
+        finish(acc, state, obj.get("done_reason"), {k: obj[k] for k in ("prompt_eval_count", "eval_count") if k in obj})
+
+
+def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
+    """Apply one entry of message.tool_calls: a whole call (the compiled twin calls this too)."""
+    function = call.get("function") if type(call) is dict else None
+    if type(function) is not dict:
+        state.error("unexpected shape", "a tool call without a function", offset, call)
+        return
+    name, call_id = function.get("name"), call.get("id")
+    # Each call arrives whole, its arguments an object (taken as the value): it gets a key of its own.
+    key = state.key(("call", len(state.keys)))
+    acc._whole(0, key, call_id if type(call_id) in (str, int) else None, name if type(name) is str else None,
+               function.get("arguments"))
+
+
+def finish(acc: Any, state: Any, reason: Any, usage: dict) -> None:
+    """Apply the last line (done: true): its reason, its token counts, and the end of every call."""
+    if usage:
+        state.usage = usage
+    state.finish(0, reason if type(reason) is str else "stop")
+    acc._complete(None, None)

@@ -1,0 +1,152 @@
+"""NDJSON framing and Ollama lines: the compiled twin frames and reads them in place, the twins agree."""
+
+import json
+import random
+
+import pytest
+
+from _formats import CALLS, build
+from _streams import random_cuts
+
+from callstitch import Limits
+
+
+def run(impl, body, fmt, cuts=(), limits=None):
+    """Reassemble body fed in pieces cut at cuts; return the result and every call handed over early."""
+    acc = impl.Accumulator(format=fmt, limits=limits)
+    early = []
+    last = 0
+    for cut in list(cuts) + [len(body)]:
+        early += acc.feed(body[last:cut])
+        last = cut
+    return acc.finalize(), early
+
+
+def agree(both, body, fmt="ollama", limits=None, seeds=range(4)):
+    """Both twins, whole, byte by byte and cut at random: the same result, errors and hand-overs."""
+    ways = [(), range(1, len(body))] + [random_cuts(len(body), seed) for seed in seeds]
+    first = None
+    for cuts in ways:
+        for impl in both:
+            result, early = run(impl, body, fmt, cuts, limits)
+            seen = (result, [str(e) for e in result.errors], [(c.id, c.name, c.raw_arguments) for c in early])
+            if first is None:
+                first = seen
+            assert seen == first, (impl.name, cuts)
+    return first[0]
+
+
+def line(obj):
+    return json.dumps(obj, ensure_ascii=False).encode() + b"\n"
+
+
+def message(**fields):
+    return {"model": "m", "created_at": "2025-06-01T10:00:00Z", "message": {"role": "assistant", "content": "",
+                                                                              **fields}, "done": False}
+
+
+DONE = {"model": "m", "done": True, "done_reason": "stop", "prompt_eval_count": 12, "eval_count": 34}
+CALL = {"id": "call_1", "function": {"index": 0, "name": "get_weather", "arguments": {"city": "Paris", "days": 3}}}
+
+
+@pytest.mark.parametrize("fmt", ["ollama", "auto"])
+def test_every_line_end_and_blank_line(both, fmt):
+    lines = [line(message(content="Hel")), line(message(content="lo")), line(message(tool_calls=[CALL])), line(DONE)]
+    for sep in (b"\n", b"\r\n", b"\n\n", b"\n  \t\r\n"):
+        body = sep.join(part.rstrip(b"\n") for part in lines) + sep
+        result = agree(both, body, fmt)
+        assert result.text == "Hello" and result.finish_reason == "stop" and result.format == "ollama"
+        assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [("call_1", "get_weather",
+                                                                              {"city": "Paris", "days": 3})]
+        assert result.usage == {"prompt_eval_count": 12, "eval_count": 34}
+        assert not result.errors
+
+
+@pytest.mark.parametrize("head", [b"\xef\xbb\xbf", b"\xef\xbb", b"\xef", b"  \n", b""])
+def test_bom_and_partial_bom(both, head):
+    body = head + line(message(tool_calls=[CALL])) + line(DONE).rstrip(b"\n")  # the last line has no LF
+    result = agree(both, body)
+    assert [e.kind for e in result.errors] == ([] if head in (b"\xef\xbb\xbf", b"  \n", b"") else ["malformed chunk"])
+    assert result.errors[0].offset == 0 if result.errors else True
+
+
+def test_lines_over_the_event_limit_are_dropped_with_their_offset(both):
+    small = line(message(content="ok"))
+    long = line({"pad": "z" * 5000})
+    body = small + long + small + long.rstrip(b"\n")
+    result = agree(both, body, limits=Limits(event_bytes=1000))
+    assert [(e.kind, e.offset) for e in result.errors] == [("limit", len(small)),
+                                                          ("limit", 2 * len(small) + len(long))]
+    assert result.text == "okok"
+
+
+@pytest.mark.parametrize("entry", [
+    {"id": 7, "function": {"name": "f", "arguments": {"a": 1}}},            # integer id
+    {"id": 1.5, "function": {"name": "f", "arguments": {"a": 1}}},          # an id of no usable type
+    {"function": {"name": 3, "arguments": {"a": 1}}},                       # a name that is no string
+    {"function": {"name": "f", "arguments": '{"a": 1}'}},                   # arguments as text
+    {"function": {"name": "f", "arguments": '{"a": '}},                     # … cut short
+    {"function": {"name": "f", "arguments": ""}},                           # … empty
+    {"function": {"name": "f", "arguments": [1, 2]}},                       # not an object
+    {"function": {"name": "f", "arguments": 5}},
+    {"function": {"name": "f", "arguments": None}},
+    {"function": {"name": "f"}},
+    {"function": {"name": "f", "arguments": {"x": "\u00e9\u65e5\U0001f600 <&> \"q\" \\ \t"}}},
+    {"function": {"name": "f", "arguments": {"big": 1e300, "neg": -0.0, "n": 12345678901234567890}}},
+    {"function": "f"},                                                      # no function object
+    {"function": None},
+    "not a call",
+    None,
+])
+def test_whole_call_entries(both, entry):
+    body = line(message(tool_calls=[CALL, entry])) + line(DONE)
+    result = agree(both, body)
+    assert result.tool_calls[0].arguments == CALL["function"]["arguments"]
+
+
+@pytest.mark.parametrize("text", [
+    b'{"message": {"tool_calls": {"function": {"name": "f"}}}, "done": false}',  # tool_calls not a list
+    b'{"message": "hi", "done": false}',
+    b'{"message": null, "done": true}',
+    b'{"message": {"content": 5, "thinking": ["x"]}, "done": false}',
+    b'{"message": {"content": "a", "content": "b"}, "done": false}',              # duplicate key
+    b'{"mess\\u0061ge": {"content": "esc"}, "done": false}',                       # escaped key
+    b'{"message": {"content": "\\ud83d"}, "done": false}',                         # lone surrogate
+    b'{"done": true, "done_reason": 5, "prompt_eval_count": null}',
+    b'{"done": true, "done_reason": "length", "eval_count": 3.5, "prompt_eval_count": [1]}',
+    b'{"done": "true"}',
+    b'{"error": "model not found"}',
+    b'{"error": null, "message": {"content": "fine"}, "done": false}',
+    b'[1, 2]',
+    b'"text"',
+    b'{"message": {"content": "x"}, "done": false} trailing',
+])
+def test_odd_lines(both, text):
+    body = line(message(content="a", tool_calls=[CALL])) + text + b"\n" + line(DONE)
+    agree(both, body)
+
+
+def test_many_calls_in_one_line_and_across_lines(both):
+    calls = [{"id": f"c{i}", "function": {"name": f"f{i}", "arguments": {"i": i}}} for i in range(40)]
+    body = line(message(tool_calls=calls[:20])) + line(message(tool_calls=calls[20:])) + line(DONE)
+    result = agree(both, body, seeds=range(2))
+    assert [c.arguments for c in result.tool_calls] == [{"i": i} for i in range(40)]
+
+
+def test_whole_calls_within_the_limits(both):
+    body = line(message(tool_calls=[CALL, {"function": {"name": "big", "arguments": {"x": "y" * 500}}}])) + line(DONE)
+    result = agree(both, body, limits=Limits(call_bytes=100))
+    assert [c.error.kind if c.error else None for c in result.tool_calls] == [None, "truncated"]
+    result = agree(both, body, limits=Limits(calls=1))
+    assert [c.name for c in result.tool_calls] == ["get_weather"]
+    assert [e.kind for e in result.errors] == ["limit"]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_mangled_ollama_streams(both, seed):
+    rng = random.Random(seed)
+    body = bytearray(build("ollama", CALLS))
+    for _ in range(rng.randint(1, 6)):
+        pos = rng.randrange(len(body))
+        body[pos:pos + rng.randint(0, 3)] = bytes(rng.choice(b'{}[]",:\n\r 0aZ\\\xc3') for _ in range(rng.randint(0, 3)))
+    agree(both, bytes(body), seeds=range(2))
