@@ -152,6 +152,19 @@ def test_ranges_give_the_same_records(twin, tmp_path, monkeypatch, fmt):
     assert batch.summary.streams == len(bodies)
 
 
+@pytest.mark.parametrize("size", [1, 1000, 4 * 1000, 4 * 1000 + 1, 57_321, 10**6 + 7])
+def test_range_bounds_cover_the_file_and_shrink_at_the_end(monkeypatch, size):
+    monkeypatch.setattr(_batch, "RANGE", 1000)
+    bounds = _batch.range_bounds(size)
+    assert bounds[0][0] == 0 and bounds[-1][1] == size
+    assert all(end == start for (_, end), (start, _) in zip(bounds, bounds[1:]))  # no gap, no overlap
+    steps = [end - start for start, end in bounds]
+    assert all(0 < b <= a for a, b in zip(steps, steps[1:]))
+    assert max(steps) <= 1000 and all(step >= 125 for step in steps[:-1])
+    if size > 8000:
+        assert steps[-2] < 1000  # the last tasks are short ones
+
+
 def test_jobs_keep_the_order(tmp_path, monkeypatch):
     monkeypatch.setattr(_batch, "RANGE", 20000)
     paths = []

@@ -1,16 +1,33 @@
 """callstitch: reassemble the tool calls that LLM APIs stream as fragments."""
 
+from importlib import import_module
+
 from ._accumulator import IMPLEMENTATION, Accumulator
 from ._api import make_reassemble
 from ._batch import reassemble_many
 from ._limits import Limits
 from ._results import ArgumentsError, Choice, Result, StreamError, ToolCall
-from ._tee import atee, tee
-from ._toolset import Problem, Toolset, Verdict
 
 __version__ = "0.1.0"
 
 reassemble = make_reassemble(Accumulator)
+
+# Imported on first use: the command line and batch workers start faster without them.
+_LAZY = {"Toolset": "_toolset", "Problem": "_toolset", "Verdict": "_toolset", "tee": "_tee", "atee": "_tee"}
+
+
+def __getattr__(name: str):
+    """Import a name of _LAZY on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = ["Accumulator", "ArgumentsError", "Choice", "IMPLEMENTATION", "Limits", "Problem", "Result",
            "StreamError", "ToolCall", "Toolset", "Verdict", "__version__", "atee", "reassemble", "reassemble_many",

@@ -21,6 +21,7 @@ import itertools
 import mmap
 import os
 import re
+from array import array
 from collections import Counter, deque
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -39,11 +40,11 @@ __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
 
 BLOCK = 4 << 20          # one read
 FEED = 1 << 18           # one feed of a read, when accumulators stop at their own terminator
-# A large plain file is cut into tasks of about this many bytes, whatever the number of workers,
-# so -j N writes what -j 1 writes. (The variable is for tests and tuning. The cuts do not depend
-# on it, except that a terminating event longer than LOOKBACK lying across a task boundary is
-# not seen as one there.)
-RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 32 << 20))
+# A large plain file is cut into tasks of this many bytes, the last few smaller (so workers end
+# together), whatever the number of workers, so -j N writes what -j 1 writes. (The variable is
+# for tests and tuning. The cuts do not depend on it, except that a terminating event longer
+# than LOOKBACK lying across a task boundary is not seen as one there.)
+RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20))
 LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
 PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
 MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
@@ -71,7 +72,7 @@ class Task(NamedTuple):
 class Outcome(NamedTuple):
     """What a task produced."""
 
-    lines: bytes | list   # whole JSON lines (first task of a source) or [(stream, line tail)]
+    lines: bytes | tuple  # whole JSON lines (first task of a source), or (streams, line ends, lines) of a range
     span: int             # how many stream numbers the task used
     streams: int
     calls: int
@@ -92,6 +93,7 @@ class _Collector:
         self.limits = limits  # for every accumulator the task makes
         self.prefix = (b'{"source":' + orjson.dumps(_shown(source)) + b',"stream":') if absolute else None
         self.parts: list = []
+        self.marks = array("q")  # without a prefix: the stream of each line in parts
         self.span = 0
         self.streams = 0
         self.calls = 0
@@ -132,7 +134,8 @@ class _Collector:
             head = self.prefix + str(stream).encode() + b","
             parts.extend([head + line[1:] for line in lines])
         else:
-            parts.extend([(stream, line) for line in lines])
+            parts.extend(lines)
+            self.marks.extend([stream] * len(lines))
         for call in calls:
             if call.error is not None:
                 self.problem(stream, None, "arguments " + call.error.kind, str(call.error))
@@ -140,9 +143,28 @@ class _Collector:
                 self.quirks.update(call.quirks)
 
     def outcome(self, size: int) -> Outcome:
-        lines = b"".join(self.parts) if self.prefix is not None else self.parts
+        if self.prefix is not None:
+            lines = b"".join(self.parts)
+        else:  # flat arrays and one blob: what a worker sends back pickles as fast as a copy
+            lines = (self.marks, array("q", itertools.accumulate(map(len, self.parts))), b"".join(self.parts))
         return Outcome(lines, self.span, self.streams, self.calls, dict(self.errors), dict(self.quirks),
                        self.problems, self.more, self.incomplete, self.nbytes, size, self.unit)
+
+
+def range_bounds(size: int) -> list[tuple[int, int]]:
+    """Return the (start, end) of the range tasks of a file: RANGE bytes each, then shrinking.
+
+    The last 4 * RANGE bytes go in steps of a quarter of what is left (at least RANGE / 8), so
+    the last tasks are short and no worker is left alone with a long one at the end.
+    """
+    bounds = []
+    start = 0
+    while start < size:
+        left = size - start
+        step = RANGE if left > 4 * RANGE else max(RANGE // 8, left // 4, 1)
+        bounds.append((start, min(size, start + step)))
+        start += step
+    return bounds
 
 
 def _shown(source: str) -> str:
@@ -782,8 +804,7 @@ class Batch:
                 yield whole
                 return
             split = f"{fmt}/{framing}"
-        for start in range(0, size, RANGE):
-            end = min(size, start + RANGE)
+        for start, end in range_bounds(size):
             yield "task", Task(path, kind, self._format, split, self._field, start,
                                None if end >= size else end, end - start, limits=self._limits)
 
@@ -839,7 +860,7 @@ class Batch:
         for source, o in self._outcomes():
             source = _shown(source)
             lines = o.lines
-            if type(lines) is not list:  # the first (or only) task of a source
+            if type(lines) is not tuple:  # the first (or only) task of a source
                 base = 0
                 prefix = b'{"source":' + orjson.dumps(source) + b',"stream":'
             s.streams += o.streams
@@ -855,9 +876,12 @@ class Batch:
                 if o.more_problems:
                     self._on_problem(source, o.unit, None, None, "more",
                                      f"{o.more_problems} more problems not shown")
-            if type(lines) is list:
-                if lines:
-                    yield b"".join([prefix + str(base + n).encode() + b"," + tail[1:] for n, tail in lines])
+            if type(lines) is tuple:
+                marks, ends, blob = lines
+                if marks:  # each line gets the source and its stream's number in the whole source
+                    starts = itertools.chain((0,), ends)
+                    yield b"".join([prefix + str(base + n).encode() + b"," + blob[a + 1:b]
+                                    for n, a, b in zip(marks, starts, ends)])
             elif lines:
                 yield lines
             base += o.span
