@@ -19,6 +19,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._results import ToolCall
 from ._state import RawJSON, StreamState
 from ._ollama import finish as _ollama_finish
 from ._text import argument_bytes, encode_fragment, escape_surrogate
@@ -1058,9 +1059,15 @@ cdef class Accumulator:
         if calls is not None:
             keys = self._state.keys
             for call_id, name, arguments in calls:
-                # What _ollama.tool_call does with an entry whose function is an object.
-                self._whole(0, self._state.key(("call", len(keys))), call_id if type(call_id) in (str, int) else None,
-                            name if type(name) is str else None, arguments)
+                # What _ollama.tool_call does with an entry whose function is an object: a key of its own.
+                key = len(keys)
+                keys[("call", key)] = key
+                call_id = call_id if type(call_id) is str or type(call_id) is int else None
+                name = name if type(name) is str else None
+                if arguments is None or type(arguments) is str:
+                    self._whole(0, key, call_id, name, arguments)
+                else:
+                    self._whole_value(0, key, call_id, name, arguments)
         if usage is not None:
             _ollama_finish(self, self._state, reason, usage)
         return 1
@@ -1225,22 +1232,34 @@ cdef class Accumulator:
         arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
         its compact JSON again.
         """
-        cdef _Slot slot
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
             self._fragment(choice, key, call_id, name, arguments)
+            self._complete(choice, key)
         else:
-            slot = self._route(choice, key, call_id, name)
-            if slot is None:
-                return  # over a limit: recorded, and the call dropped
-            try:
-                data = _dumps(arguments)
-            except TypeError as exc:
-                self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
-            else:
-                self._append(slot, data)
-                if slot.nfrags == 1:
-                    slot.parsed = arguments
-        self._complete(choice, key)
+            self._whole_value(choice, key, call_id, name, arguments)
+
+    cdef int _whole_value(self, object choice, object key, object call_id, object name, object arguments) except -1:
+        """_whole for arguments given as a parsed JSON value."""
+        cdef _Slot slot = self._route(choice, key, call_id, name)
+        if slot is None:
+            return 0  # over a limit: recorded, and the call dropped
+        try:
+            data = _dumps(arguments)
+        except TypeError as exc:
+            self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
+        else:
+            self._append(slot, data)
+            if slot.nfrags == 1:
+                slot.parsed = arguments
+                if slot.call is None and not slot.quirks and type(arguments) is dict:
+                    # What _settle and make_call give for it, without the copy and the calls.
+                    slot.call = ToolCall(slot.id, slot.name, slot.choice, slot.position, arguments, data)
+                    slot.call_nfrags = 1
+                    self._done.append(slot.call)
+                    return 0
+        if slot.call is None:
+            self._done.append(self._settle(slot, False))
+        return 0
 
     cdef _Slot _route(self, object choice, object index, object call_id, object name):
         """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules)."""

@@ -136,8 +136,11 @@ def handle_object(acc: Any, state: Any, obj: Any) -> None:
     handle_parsed(acc, state, None, obj, None)
 
 
+_CLOSERS = {name: adapter.close for name, adapter in ADAPTERS.items() if hasattr(adapter, "close")}
+
+
 def close(acc: Any, state: Any) -> None:
     """Let the format adapter hand over what it still holds, before the result is built."""
-    adapter = ADAPTERS.get(state.format)
-    if adapter is not None and hasattr(adapter, "close"):
-        adapter.close(acc, state)
+    closer = _CLOSERS.get(state.format)
+    if closer is not None:
+        closer(acc, state)

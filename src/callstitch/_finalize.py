@@ -150,6 +150,17 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
     texts: choice -> [content, reasoning, refusal] as bytes or None.
     """
     reasons = state.finish_reasons
+    usage = state.usage
+    if type(usage) is RawJSON:
+        usage = orjson.loads(usage.data)
+    if _only_first_choice(texts, reasons, calls):
+        # The common case, one choice (or none): no grouping, no sorting.
+        if not calls and not texts and not reasons:
+            return Result([], list(state.errors), state.complete, state.format, [], usage)
+        ordered = [call for _choice, _seq, call in calls]
+        content, reasoning, refusal = texts.get(0, _NO_TEXT)
+        choice = Choice(0, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(0), ordered)
+        return Result(list(ordered), list(state.errors), state.complete, state.format, [choice], usage)
     by_choice: dict[int, list] = {}
     for choice, _seq, call in calls:  # already in order of first appearance
         group = by_choice.get(choice)
@@ -167,13 +178,24 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
         ordered += group
         content, reasoning, refusal = texts.get(k, _NO_TEXT)
         choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(k), group))
-    usage = state.usage
-    if type(usage) is RawJSON:
-        usage = orjson.loads(usage.data)
     return Result(ordered, list(state.errors), state.complete, state.format, choices, usage)
 
 
 _NO_TEXT = (None, None, None)
+
+
+def _only_first_choice(texts: dict, reasons: dict, calls: list[tuple]) -> bool:
+    """Tell whether choice 0 (the integer) is the only choice the stream spoke of."""
+    for key in texts:
+        if type(key) is not int or key:
+            return False
+    for key in reasons:
+        if type(key) is not int or key:
+            return False
+    for call in calls:
+        if type(call[0]) is not int or call[0]:
+            return False
+    return True
 
 
 def _decode(data: bytes | None) -> str | None:
