@@ -21,6 +21,8 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._results import ToolCall
 from ._state import RawJSON, StreamState
+from . import _gemini
+from ._gemini import _VALUE_KEYS
 from ._ollama import finish as _ollama_finish
 from ._text import argument_bytes, encode_fragment, escape_surrogate
 from orjson import dumps as _dumps, loads as _loads
@@ -98,7 +100,9 @@ cdef cs_want _RESPONSES[3]
 cdef cs_want _RESPONSES_END[11]
 cdef cs_want _BEDROCK[5]
 cdef cs_want _COHERE[8]
-cdef cs_want _GEMINI[9]
+cdef cs_want _GEMINI[8]
+cdef cs_want _GEMINI_PART[8]
+cdef cs_want _GEMINI_ENTRY[8]
 cdef cs_want _OLLAMA[9]
 cdef cs_want _OLLAMA_CALL[4]
 
@@ -155,21 +159,36 @@ _want(&_COHERE[4], "delta", "message", "tool_calls", "function", "arguments")
 _want(&_COHERE[5], "delta", "message", "content", "text")
 _want(&_COHERE[6], "delta", "message", "tool_plan")
 _want(&_COHERE[7], "delta", "message", "content", "thinking")
-# gemini: one candidate with one text part, the commonest chunk ("#0": an array's first element)
+# gemini: a chunk with one candidate (or none) …
 _want(&_GEMINI[0], "candidates")
 _GEMINI[0].allowed = _ANY | CS_T_ARRAY
 _want(&_GEMINI[1], "candidates", "#0", "index")
 _want(&_GEMINI[2], "candidates", "#0", "finishReason")
 _want(&_GEMINI[3], "candidates", "#0", "content", "parts")
 _GEMINI[3].allowed = _ANY | CS_T_ARRAY
-_want(&_GEMINI[4], "candidates", "#0", "content", "parts", "#0")
-_GEMINI[4].path[5] = "text"
-_want(&_GEMINI[5], "candidates", "#0", "content", "parts", "#0")
-_GEMINI[5].path[5] = "thought"
-_want(&_GEMINI[6], "candidates", "#0", "content", "parts", "#0")
-_GEMINI[6].path[5] = "functionCall"
-_want(&_GEMINI[7], "usageMetadata")
-_want(&_GEMINI[8], "error")
+_want(&_GEMINI[4], "usageMetadata")
+_want(&_GEMINI[5], "error")
+_want(&_GEMINI[6], "candidates", "#0")
+_want(&_GEMINI[7], "candidates", "#0", "content")
+# … each of its parts …
+_want(&_GEMINI_PART[0], "text")
+_want(&_GEMINI_PART[1], "thought")
+_want(&_GEMINI_PART[2], "functionCall")
+_want(&_GEMINI_PART[3], "functionCall", "name")
+_want(&_GEMINI_PART[4], "functionCall", "id")
+_want(&_GEMINI_PART[5], "functionCall", "args")
+_want(&_GEMINI_PART[6], "functionCall", "willContinue")
+_want(&_GEMINI_PART[7], "functionCall", "partialArgs")
+_GEMINI_PART[7].allowed = _ANY | CS_T_ARRAY
+# … and each entry of a part's partialArgs (the value keys in _gemini._VALUE_KEYS order)
+_want(&_GEMINI_ENTRY[0], "jsonPath")
+_want(&_GEMINI_ENTRY[1], "stringValue")
+_want(&_GEMINI_ENTRY[2], "numberValue")
+_want(&_GEMINI_ENTRY[3], "boolValue")
+_want(&_GEMINI_ENTRY[4], "nullValue")
+_want(&_GEMINI_ENTRY[5], "structValue")
+_want(&_GEMINI_ENTRY[6], "listValue")
+_want(&_GEMINI_ENTRY[7], "willContinue")
 # ollama: a line of message text, of whole calls, or the last line (done, its reason and token counts)
 _want(&_OLLAMA[0], "error")
 _want(&_OLLAMA[1], "message", "content")
@@ -226,6 +245,15 @@ cdef inline bint _is_true(const cs_val *v):
 
 cdef inline bint _is_object(const cs_val *v):
     return v.kind == CS_T_OTHER and v.p[0] == b'{'
+
+
+cdef inline bint _empty_object(const cs_val *v):
+    """Tell whether a located object is {} (whitespace aside)."""
+    cdef Py_ssize_t k
+    for k in range(1, v.n - 1):
+        if v.p[k] != b' ' and v.p[k] != b'\t' and v.p[k] != b'\r' and v.p[k] != b'\n':
+            return False
+    return True
 
 
 cdef inline cs_span _span(const cs_val *v):
@@ -1001,21 +1029,121 @@ cdef class Accumulator:
                 return 1
             return 0
         if self._fmt == FMT_GEMINI:
-            # One candidate, one non-empty text part, no call, no finish; usage kept as raw JSON.
-            if (not cs_extract(data, n, _GEMINI, 9, v) or not (v[8].kind & (CS_T_ABSENT | CS_T_NULL))
-                    or v[0].kind != CS_T_ARRAY or v[0].i != 1 or v[3].kind != CS_T_ARRAY or v[3].i != 1
-                    or v[4].kind != CS_T_STR or v[4].n == 0 or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL))
-                    or not (v[6].kind & (CS_T_ABSENT | CS_T_NULL)) or not (v[1].kind & (CS_T_ABSENT | CS_T_INT))
-                    or v[5].kind != CS_T_ABSENT or v[7].kind == CS_T_STR):
-                return 0
-            span = _span(&v[4])
-            self._text_span(v[1].i if v[1].kind == CS_T_INT else 0, 0, &span)
-            if v[7].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
-                self._state.usage = RawJSON((<const char *>v[7].p)[:v[7].n])
-            return 1
+            return self._gemini_chunk(data, n)
         if self._fmt == FMT_OLLAMA:
             return self._ollama_line(data, n)
         return 0
+
+    cdef int _gemini_chunk(self, const unsigned char *data, Py_ssize_t n) except -1:
+        """Apply a Gemini chunk as _gemini.handle does; 0 sends it the general way.
+
+        Every part and partialArgs entry is located (and checked readable) before anything is
+        applied, so a chunk is taken whole here or not at all.
+        """
+        cdef cs_val *v = self._vals
+        cdef cs_val parts[16][8]
+        cdef cs_val entries[16][8]
+        cdef const unsigned char *part_at[16]
+        cdef Py_ssize_t part_len[16]
+        cdef const unsigned char *entry_at[16]
+        cdef Py_ssize_t entry_len[16]
+        cdef int part_entries[16]
+        cdef int nparts = 0, nentries = 0, k, j, m, first
+        cdef cs_val *part
+        cdef cs_span span
+        if not cs_extract(data, n, _GEMINI, 8, v) or not (v[5].kind & (CS_T_ABSENT | CS_T_NULL)) \
+                or v[4].kind == CS_T_STR:
+            return 0
+        if v[0].kind == CS_T_ARRAY and v[0].i == 1:
+            if (not _is_object(&v[6]) or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))
+                    or not (v[7].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[7]))):
+                return 0
+            if v[3].kind == CS_T_ARRAY:
+                nparts = cs_items(v[3].p, v[3].n, part_at, part_len, 16)
+                if nparts < 0:
+                    return 0
+            elif not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
+                return 0
+        elif not (v[0].kind & (CS_T_ABSENT | CS_T_NULL) or (v[0].kind == CS_T_ARRAY and v[0].i == 0)):
+            return 0
+        for k in range(nparts):
+            part_entries[k] = 0
+            if part_at[k][0] != b'{':
+                continue  # not an object: the adapter skips it
+            if not cs_extract(part_at[k], part_len[k], _GEMINI_PART, 8, parts[k]):
+                return 0
+            if parts[k][7].kind == CS_T_ARRAY and parts[k][7].i:
+                m = cs_items(parts[k][7].p, parts[k][7].n, entry_at + nentries, entry_len + nentries, 16 - nentries)
+                if m < 0:
+                    return 0
+                for j in range(nentries, nentries + m):
+                    if entry_at[j][0] != b'{':
+                        entries[j][0].kind = 0  # not an object: unusable
+                    elif not cs_extract(entry_at[j], entry_len[j], _GEMINI_ENTRY, 8, entries[j]):
+                        return 0
+                part_entries[k] = m
+                nentries += m
+        choice = v[1].i if v[1].kind == CS_T_INT else 0
+        first = 0
+        for k in range(nparts):
+            if part_at[k][0] == b'{':
+                part = parts[k]
+                if _is_object(&part[2]):
+                    self._gemini_call(choice, part, entries[first], entry_at + first, entry_len + first,
+                                      part_entries[k])
+                elif part[0].kind == CS_T_STR and part[0].n:
+                    span = _span(&part[0])
+                    self._text_span(choice, 1 if _is_true(&part[1]) else 0, &span)
+            first += part_entries[k]
+        if v[2].kind == CS_T_STR:
+            _gemini.finish_choice(self, self._state, choice, _span_str_v(&v[2]))
+        if v[4].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
+            self._state.usage = RawJSON((<const char *>v[4].p)[:v[4].n])
+        return 1
+
+    cdef int _gemini_call(self, object choice, cs_val *part, cs_val *entries, const unsigned char **entry_at,
+                          Py_ssize_t *entry_len, int count) except -1:
+        """Apply one functionCall part as _gemini._call does (entries: its partialArgs, count of them)."""
+        cdef cs_val *call = &part[2]
+        cdef int j
+        state = self._state
+        if part[3].kind == CS_T_STR and part[3].n:  # a name: a whole call, or one whose arguments stream next
+            streamed = _is_true(&part[6]) and part[5].kind == CS_T_ABSENT
+            _gemini.start_call(self, state, choice, _span_str_v(&part[3]), _value(&part[4]), streamed,
+                               None if streamed else _value(&part[5]))
+            return 0
+        building = _gemini.open_call(state, choice)
+        if building is None:
+            if not (part[7].kind & (CS_T_ABSENT | CS_T_NULL)) or not (part[5].kind & (CS_T_ABSENT | CS_T_NULL)):
+                state.error("unexpected shape", "functionCall arguments with no call open", self._data_offset,
+                            _loads((<const char *>call.p)[:call.n]))
+            return 0
+        if part[7].kind == CS_T_ARRAY:
+            for j in range(count):
+                if not self._gemini_entry(building, entries + 8 * j):
+                    _gemini.unusable(state, _loads((<const char *>entry_at[j])[:entry_len[j]]), self._data_offset,
+                                     _loads((<const char *>call.p)[:call.n]))
+        elif part[7].kind == CS_T_ABSENT and _empty_object(call):
+            _gemini.close_open(self, state, choice)  # the bare functionCall: {} closes the call
+        return 0
+
+    cdef object _gemini_entry(self, object building, cs_val *entry):
+        """Apply one partialArgs entry as _Builder.apply does; return what it returns."""
+        cdef int k
+        cdef bint more = _is_true(&entry[7])
+        if entry[0].kind != CS_T_STR:
+            return False  # not an object, or no jsonPath string
+        for k in range(1, 7):
+            if entry[k].kind != CS_T_ABSENT:
+                break
+        else:
+            return more  # a bare continuation marker
+        text = _span_str_v(&entry[0])
+        if k == 1 and more and entry[1].kind == CS_T_STR and text == building.open_text:
+            # The next piece of the string being continued: what put() does with it.
+            building.pieces.append(_span_str_v(&entry[1]))
+            return building.open_ok
+        return building.put(text, _VALUE_KEYS[k - 1], _value(&entry[k]), more)
 
     cdef int _ollama_line(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply an Ollama line as _ollama.handle does: text, whole calls, the last line; 0 sends it the general way."""

@@ -19,6 +19,7 @@ from ._state import error_text
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue", "structValue", "listValue")
 _CUT = "\x00callstitch-cut\x00"
+_CUT_JSON = b"\\u0000callstitch-cut\\u0000"
 
 
 def claims(event: str | None, obj: Any) -> bool:
@@ -53,26 +54,19 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
                 acc._text(choice, 1 if part.get("thought") is True else 0, part["text"])
         reason = candidate.get("finishReason")
         if type(reason) is str:
-            _close_open(acc, state, choice)
-            state.finish(choice, reason)
-            acc._complete(choice, None)
+            finish_choice(acc, state, choice, reason)
     if obj.get("usageMetadata") is not None:
         state.usage = obj["usageMetadata"]
 
 
 def _call(acc: Any, state: Any, choice: int, call: dict, offset: int | None) -> None:
-    open_calls = state.notes.setdefault("open", {})
-    building = open_calls.get(choice)
     name, call_id = call.get("name"), call.get("id")
-    partial = call.get("partialArgs")
     if type(name) is str and name:
-        _close_open(acc, state, choice)
-        if call.get("willContinue") is True and "args" not in call:
-            open_calls[choice] = _Builder(name, call_id if type(call_id) is str else None)
-            return
-        args = call.get("args")
-        _emit(acc, state, choice, call_id, name, orjson.dumps(args) if args is not None else None)
+        start_call(acc, state, choice, name, call_id, call.get("willContinue") is True and "args" not in call,
+                   call.get("args"))
         return
+    building = open_call(state, choice)
+    partial = call.get("partialArgs")
     if building is None:
         if partial is not None or call.get("args") is not None:
             state.error("unexpected shape", "functionCall arguments with no call open", offset, call)
@@ -80,68 +74,133 @@ def _call(acc: Any, state: Any, choice: int, call: dict, offset: int | None) -> 
     if type(partial) is list:
         for entry in partial:
             if not building.apply(entry):
-                state.error("unexpected shape", f"unusable partialArgs entry {entry!r}", offset, call)
+                unusable(state, entry, offset, call)
     elif not call:
-        _close_open(acc, state, choice)  # the bare functionCall: {} closes the call
+        close_open(acc, state, choice)  # the bare functionCall: {} closes the call
 
 
-def _emit(acc: Any, state: Any, choice: int, call_id: Any, name: str, data: bytes | None) -> None:
+def start_call(acc: Any, state: Any, choice: int, name: str, call_id: Any, streamed: bool, args: Any) -> None:
+    """A functionCall with a name: a whole call (args an object), or one whose arguments stream next."""
+    close_open(acc, state, choice)
+    if streamed:
+        state.notes.setdefault("open", {})[choice] = _Builder(name, call_id if type(call_id) is str else None)
+    else:
+        _emit(acc, state, choice, call_id, name, args)
+
+
+def open_call(state: Any, choice: int) -> _Builder | None:
+    """Return the call of a choice whose arguments are being streamed, if any."""
+    open_calls = state.notes.get("open")
+    return None if open_calls is None else open_calls.get(choice)
+
+
+def unusable(state: Any, entry: Any, offset: int | None, call: Any) -> None:
+    """Record a partialArgs entry that could not be applied."""
+    state.error("unexpected shape", f"unusable partialArgs entry {entry!r}", offset, call)
+
+
+def _emit(acc: Any, state: Any, choice: int, call_id: Any, name: str, args: Any) -> None:
     # Every Gemini call is its own: give it a key of its own within the choice.
     key = state.key(("call", choice, len(state.keys)))
-    acc._fragment(choice, key, call_id if type(call_id) is str else None, name, data)
-    acc._complete(choice, key)  # it arrived whole, or its stream just closed
+    acc._whole(choice, key, call_id if type(call_id) is str else None, name, args)
 
 
-def _close_open(acc: Any, state: Any, choice: int) -> None:
-    building = state.notes.get("open", {}).pop(choice, None)
+def close_open(acc: Any, state: Any, choice: int) -> None:
+    """Hand over the choice's streamed call, if one is open, as built so far."""
+    open_calls = state.notes.get("open")
+    building = None if open_calls is None else open_calls.pop(choice, None)
     if building is not None:
         _emit(acc, state, choice, building.id, building.name, building.text())
+
+
+def finish_choice(acc: Any, state: Any, choice: int, reason: str) -> None:
+    """A candidate's finishReason: its open call is complete, and so are all its calls."""
+    close_open(acc, state, choice)
+    state.finish(choice, reason)
+    acc._complete(choice, None)
 
 
 def close(acc: Any, state: Any) -> None:
     """Take calls the stream never closed as they were built."""
     for choice in list(state.notes.get("open", ())):
-        _close_open(acc, state, choice)
+        close_open(acc, state, choice)
 
 
 class _Builder:
-    """The arguments of one streamed call, assembled from (JSON path, value) entries."""
+    """The arguments of one streamed call, assembled from (JSON path, typed value) entries.
+
+    A string continued over several entries is gathered in ``pieces`` and written into the
+    arguments when it closes (or when anything else comes): the compiled twin appends the
+    pieces of a continued string to that list itself.
+    """
+
+    __slots__ = ("name", "id", "root", "open_path", "open_text", "open_ok", "pieces")
 
     def __init__(self, name: str, call_id: str | None) -> None:
         self.name = name
         self.id = call_id
         self.root: dict = {}
-        self.open_path: tuple | None = None  # the string still being continued
+        self.open_path: tuple | None = None  # the string still being continued …
+        self.open_text: str | None = None    # … its jsonPath as sent …
+        self.open_ok = True                  # … whether it could be set
+        self.pieces: list[str] = []          # … and its pieces not yet written into root
 
     def apply(self, entry: Any) -> bool:
         """Apply one partialArgs entry; False when it cannot be used."""
         if type(entry) is not dict or type(entry.get("jsonPath")) is not str:
             return False
-        path = _parse_path(entry["jsonPath"])
-        if path is None:
-            return False
         for key in _VALUE_KEYS:
             if key in entry:
-                value = entry[key]
-                break
-        else:
-            return entry.get("willContinue") is True  # a bare continuation marker
+                return self.put(entry["jsonPath"], key, entry[key], entry.get("willContinue") is True)
+        return entry.get("willContinue") is True  # a bare continuation marker
+
+    def put(self, text: str, key: str, value: Any, more: bool) -> bool:
+        """Apply a typed value (key: stringValue, numberValue …) at the JSON path text; False when unusable."""
+        path = _PATHS.get(text)
+        if path is None:
+            path = _parse_path(text)
+            if path is None:
+                return False
+            if len(_PATHS) >= _PATHS_KEPT:
+                _PATHS.clear()
+            _PATHS[text] = path
+        string = key == "stringValue" and type(value) is str
+        if string and path == self.open_path:  # the next piece of the open string
+            self.pieces.append(value)
+            if not more:
+                self._flush()
+            return self.open_ok
+        self._flush()
         if key == "nullValue":
             value = None
-        continuing = key == "stringValue" and path == self.open_path
-        self.open_path = path if key == "stringValue" and entry.get("willContinue") is True else None
-        if continuing:
-            value = _get(self.root, path) + value
-        return _set(self.root, path, value)
+        ok = _set(self.root, path, value)
+        if string and more:
+            self.open_path, self.open_text, self.open_ok = path, text, ok
+        return ok
+
+    def _flush(self) -> None:
+        """Write the open string's pending pieces into root, and close it."""
+        if self.open_path is not None:
+            if self.pieces:
+                _set(self.root, self.open_path, _get(self.root, self.open_path) + "".join(self.pieces))
+                self.pieces = []
+            self.open_path = self.open_text = None
 
     def text(self) -> bytes:
         """Return the arguments as JSON; cut inside the string when it was still being continued."""
         if self.open_path is None:
             return orjson.dumps(self.root)
-        _set(self.root, self.open_path, _get(self.root, self.open_path) + _CUT)
+        self.pieces.append(_CUT)
+        self._flush()
         data = orjson.dumps(self.root)
         # The stream ended inside a string value: keep what came, and let it read as truncated.
-        return data[:data.index(b"\\u0000callstitch-cut\\u0000")]
+        cut = data.find(_CUT_JSON)
+        return data if cut < 0 else data[:cut]
+
+
+# Paths already parsed (the same few come again and again), up to a bound.
+_PATHS: dict[str, tuple] = {}
+_PATHS_KEPT = 4096
 
 
 def _parse_path(path: str) -> tuple | None:
