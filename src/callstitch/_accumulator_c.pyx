@@ -9,7 +9,7 @@ event it does not fully understand goes to the shared general path (_dispatch, o
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy, memmove
@@ -71,7 +71,7 @@ cdef extern from "_chunkscan.h" nogil:
         CS_T_OTHER
         CS_T_ARRAY
     ctypedef struct cs_want:
-        const char *path[9]
+        const char *path[11]
         int allowed
     ctypedef struct cs_val:
         int kind
@@ -81,6 +81,7 @@ cdef extern from "_chunkscan.h" nogil:
         int64_t i
     int cs_extract(const unsigned char *p, Py_ssize_t n, const cs_want *wants, int nwants, cs_val *out)
     int cs_items(const unsigned char *p, Py_ssize_t n, const unsigned char **starts, Py_ssize_t *lens, int max)
+    Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
 
 # What the fast path reads from each format's commonest events; any value kind is allowed, so
 # the reader only validates and locates, and the decisions stay here, readable.
@@ -101,6 +102,7 @@ cdef cs_want _RESPONSES_END[11]
 cdef cs_want _BEDROCK[5]
 cdef cs_want _COHERE[8]
 cdef cs_want _GEMINI[8]
+cdef cs_want _GEMINI_PIECE[12]
 cdef cs_want _GEMINI_PART[8]
 cdef cs_want _GEMINI_ENTRY[8]
 cdef cs_want _OLLAMA[9]
@@ -114,7 +116,7 @@ cdef void _want(cs_want *w, const char *a, const char *b=NULL, const char *c=NUL
     w.path[2] = c
     w.path[3] = d
     w.path[4] = e
-    for k in range(5, 9):
+    for k in range(5, 11):
         w.path[k] = NULL
     w.allowed = _ANY
 
@@ -170,6 +172,27 @@ _want(&_GEMINI[4], "usageMetadata")
 _want(&_GEMINI[5], "error")
 _want(&_GEMINI[6], "candidates", "#0")
 _want(&_GEMINI[7], "candidates", "#0", "content")
+# … or, read in one pass, the commonest Vertex chunk: the next piece of a string argument
+_want(&_GEMINI_PIECE[0], "candidates")
+_GEMINI_PIECE[0].allowed = _ANY | CS_T_ARRAY
+_want(&_GEMINI_PIECE[1], "candidates", "#0", "index")
+_want(&_GEMINI_PIECE[2], "candidates", "#0", "finishReason")
+_want(&_GEMINI_PIECE[3], "usageMetadata")
+_want(&_GEMINI_PIECE[4], "error")
+_want(&_GEMINI_PIECE[5], "candidates", "#0", "content", "parts")
+_GEMINI_PIECE[5].allowed = _ANY | CS_T_ARRAY
+for _k in range(6, 12):
+    _want(&_GEMINI_PIECE[_k], "candidates", "#0", "content", "parts", "#0")
+    _GEMINI_PIECE[_k].path[5] = "functionCall"
+_GEMINI_PIECE[7].path[6] = "name"
+_GEMINI_PIECE[8].path[6] = "partialArgs"
+for _k in range(9, 12):
+    _GEMINI_PIECE[_k].path[6] = "partialArgs"
+    _GEMINI_PIECE[_k].path[7] = "#0"
+_GEMINI_PIECE[9].path[8] = "jsonPath"
+_GEMINI_PIECE[10].path[8] = "stringValue"
+_GEMINI_PIECE[11].path[8] = "willContinue"
+_GEMINI_PIECE[8].allowed = _ANY | CS_T_ARRAY
 # … each of its parts …
 _want(&_GEMINI_PART[0], "text")
 _want(&_GEMINI_PART[1], "thought")
@@ -237,6 +260,36 @@ cdef object _value(const cs_val *v):
     if v.kind == CS_T_OTHER or v.kind == CS_T_ARRAY:
         return _loads((<const char *>v.p)[:v.n])
     return None
+
+
+cdef object _compacted(const cs_val *v):
+    """Return a located value's text as orjson.dumps writes its parsed value, or None when that takes dumps."""
+    cdef unsigned char small[2048]
+    cdef unsigned char *out = small
+    cdef Py_ssize_t n
+    if v.kind != CS_T_OTHER and v.kind != CS_T_ARRAY and v.kind != CS_T_INT:
+        return None
+    if v.n > 2048:
+        out = <unsigned char *>PyMem_Malloc(v.n)
+        if out == NULL:
+            raise MemoryError()
+    try:
+        n = cs_compact(v.p, v.n, out)
+        return PyBytes_FromStringAndSize(<const char *>out, n) if n >= 0 else None
+    finally:
+        if out != small:
+            PyMem_Free(out)
+
+
+def _compact(bytes text):
+    """Return what _compacted gives for a JSON value's text (for tests), or None; ValueError if it is not valid."""
+    cdef cs_want want
+    cdef cs_val v
+    wrapped = b'{"v":' + text + b'}'
+    _want(&want, "v")
+    if not cs_extract(<const unsigned char *><char *>wrapped, len(wrapped), &want, 1, &v):
+        raise ValueError("not a value the reader takes")
+    return _compacted(&v)
 
 
 cdef inline bint _is_true(const cs_val *v):
@@ -577,6 +630,20 @@ cdef class Accumulator:
                     self._dispatch_payload(p + 5, m - 5)
                 self._offset += m + 2
                 p = nl + 2
+                if self._halting and self._ended():
+                    self._halted_at = p - origin
+                    return 0
+                continue
+            if (nl[0] == b'\r' and m >= 5 and not self._data_lines and not self._dropping and nl + 3 < end
+                    and nl[1] == b'\n' and nl[2] == b'\r' and nl[3] == b'\n' and memcmp(p, b"data:", 5) == 0):
+                # The same with CRLF line ends (Gemini frames its events so).
+                self._data_offset = self._offset
+                if m > 5 and p[5] == b' ':
+                    self._dispatch_payload(p + 6, m - 6)
+                else:
+                    self._dispatch_payload(p + 5, m - 5)
+                self._offset += m + 4
+                p = nl + 4
                 if self._halting and self._ended():
                     self._halted_at = p - origin
                     return 0
@@ -1029,7 +1096,8 @@ cdef class Accumulator:
                 return 1
             return 0
         if self._fmt == FMT_GEMINI:
-            return self._gemini_chunk(data, n)
+            # While a call's arguments stream, most chunks are the next piece of a string: try that first.
+            return (self._state.notes.get("open") and self._gemini_piece(data, n)) or self._gemini_chunk(data, n)
         if self._fmt == FMT_OLLAMA:
             return self._ollama_line(data, n)
         return 0
@@ -1096,9 +1164,40 @@ cdef class Accumulator:
                     self._text_span(choice, 1 if _is_true(&part[1]) else 0, &span)
             first += part_entries[k]
         if v[2].kind == CS_T_STR:
-            _gemini.finish_choice(self, self._state, choice, _span_str_v(&v[2]))
+            if self._gemini_open(choice) is None:  # what finish_choice does when no call is open
+                self._state.finish(choice, _span_str_v(&v[2]))
+                self._complete(choice, None)
+            else:
+                _gemini.finish_choice(self, self._state, choice, _span_str_v(&v[2]))
         if v[4].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
-            self._state.usage = RawJSON((<const char *>v[4].p)[:v[4].n])
+            self._raw_usage(&v[4])
+        return 1
+
+    cdef int _gemini_piece(self, const unsigned char *data, Py_ssize_t n) except -1:
+        """Apply, in one pass, a chunk of one part with one partialArgs entry, a string; 0 when it is anything else."""
+        cdef cs_val *v = self._vals
+        cdef bint more
+        if (not cs_extract(data, n, _GEMINI_PIECE, 12, v) or not (v[4].kind & (CS_T_ABSENT | CS_T_NULL))
+                or v[0].kind != CS_T_ARRAY or v[0].i != 1 or v[5].kind != CS_T_ARRAY or v[5].i != 1
+                or not _is_object(&v[6]) or (v[7].kind == CS_T_STR and v[7].n) or v[8].kind != CS_T_ARRAY
+                or v[8].i != 1 or v[9].kind != CS_T_STR or v[10].kind != CS_T_STR
+                or v[2].kind == CS_T_STR or v[3].kind == CS_T_STR
+                or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))):
+            return 0
+        building = self._gemini_open(v[1].i if v[1].kind == CS_T_INT else 0)
+        if building is None:
+            return 0
+        text = _span_str_v(&v[9])
+        more = _is_true(&v[11])
+        if more and text == building.open_text:
+            if not building.open_ok:
+                return 0  # nothing applied yet: the general way reports it
+            building.pieces.append(_span_str_v(&v[10]))  # what put() does with the next piece
+        elif not building.put(text, "stringValue", _span_str_v(&v[10]), more):
+            call = _loads((<const char *>v[6].p)[:v[6].n])
+            _gemini.unusable(self._state, call["partialArgs"][0], self._data_offset, call)
+        if v[3].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
+            self._raw_usage(&v[3])
         return 1
 
     cdef int _gemini_call(self, object choice, cs_val *part, cs_val *entries, const unsigned char **entry_at,
@@ -1109,10 +1208,23 @@ cdef class Accumulator:
         state = self._state
         if part[3].kind == CS_T_STR and part[3].n:  # a name: a whole call, or one whose arguments stream next
             streamed = _is_true(&part[6]) and part[5].kind == CS_T_ABSENT
-            _gemini.start_call(self, state, choice, _span_str_v(&part[3]), _value(&part[4]), streamed,
-                               None if streamed else _value(&part[5]))
+            if streamed or self._gemini_open(choice) is not None:
+                _gemini.start_call(self, state, choice, _span_str_v(&part[3]), _value(&part[4]), streamed,
+                                   None if streamed else _value(&part[5]))
+                return 0
+            # A whole call with nothing open before it: what start_call and _emit do, a key of its own.
+            keys = state.keys
+            key = len(keys)
+            keys[("call", choice, key)] = key
+            call_id = _value(&part[4])
+            arguments = _value(&part[5])
+            call_id = call_id if type(call_id) is str else None
+            if arguments is None or type(arguments) is str:
+                self._whole(choice, key, call_id, _span_str_v(&part[3]), arguments)
+            else:
+                self._whole_value(choice, key, call_id, _span_str_v(&part[3]), arguments, &part[5])
             return 0
-        building = _gemini.open_call(state, choice)
+        building = self._gemini_open(choice)
         if building is None:
             if not (part[7].kind & (CS_T_ABSENT | CS_T_NULL)) or not (part[5].kind & (CS_T_ABSENT | CS_T_NULL)):
                 state.error("unexpected shape", "functionCall arguments with no call open", self._data_offset,
@@ -1126,6 +1238,11 @@ cdef class Accumulator:
         elif part[7].kind == CS_T_ABSENT and _empty_object(call):
             _gemini.close_open(self, state, choice)  # the bare functionCall: {} closes the call
         return 0
+
+    cdef object _gemini_open(self, object choice):
+        """Return the choice's call whose arguments are being streamed, or None (_gemini.open_call)."""
+        open_calls = self._state.notes.get("open")
+        return None if open_calls is None else open_calls.get(choice)
 
     cdef object _gemini_entry(self, object building, cs_val *entry):
         """Apply one partialArgs entry as _Builder.apply does; return what it returns."""
@@ -1149,6 +1266,7 @@ cdef class Accumulator:
         """Apply an Ollama line as _ollama.handle does: text, whole calls, the last line; 0 sends it the general way."""
         cdef cs_val *v = self._vals
         cdef cs_val c[4]
+        cdef cs_val sent[16]
         cdef const unsigned char *starts[16]
         cdef Py_ssize_t lens[16]
         cdef cs_span span
@@ -1171,6 +1289,7 @@ cdef class Accumulator:
                 if not cs_extract(starts[k], lens[k], _OLLAMA_CALL, 4, c) or not _is_object(&c[1]):
                     return 0
                 calls.append((_value(&c[0]), _value(&c[2]), _value(&c[3])))
+                sent[k] = c[3]
         if _is_true(&v[4]):
             reason = _value(&v[6])
             usage = {}
@@ -1186,7 +1305,8 @@ cdef class Accumulator:
             self._text_span(0, 1, &span)
         if calls is not None:
             keys = self._state.keys
-            for call_id, name, arguments in calls:
+            for k in range(count):
+                call_id, name, arguments = calls[k]
                 # What _ollama.tool_call does with an entry whose function is an object: a key of its own.
                 key = len(keys)
                 keys[("call", key)] = key
@@ -1195,10 +1315,18 @@ cdef class Accumulator:
                 if arguments is None or type(arguments) is str:
                     self._whole(0, key, call_id, name, arguments)
                 else:
-                    self._whole_value(0, key, call_id, name, arguments)
+                    self._whole_value(0, key, call_id, name, arguments, &sent[k])
         if usage is not None:
             _ollama_finish(self, self._state, reason, usage)
         return 1
+
+    cdef int _raw_usage(self, const cs_val *v) except -1:
+        """Keep a usage object as its JSON text (parsed once, when the result is built)."""
+        usage = self._state.usage
+        if type(usage) is RawJSON and len(<bytes>usage) == v.n and memcmp(<const char *><bytes>usage, v.p, v.n) == 0:
+            return 0  # the same usage again, as Gemini sends with every chunk
+        self._state.usage = RawJSON((<const char *>v.p)[:v.n])
+        return 0
 
     cdef int _complete_slot(self, _Slot slot) except -1:
         """Hand over one call the protocol just closed (what _complete does for one slot)."""
@@ -1213,7 +1341,7 @@ cdef class Accumulator:
                 or not (v[6].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR)):
             return 0
         if v[5].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
-            self._state.usage = RawJSON((<const char *>v[5].p)[:v[5].n])
+            self._raw_usage(&v[5])
         if v[9].kind == CS_T_OTHER and v[7].kind == CS_T_STR:
             reason = _span_str_v(&v[7])
         elif v[6].kind == CS_T_STR and v[6].n:
@@ -1366,13 +1494,16 @@ cdef class Accumulator:
         else:
             self._whole_value(choice, key, call_id, name, arguments)
 
-    cdef int _whole_value(self, object choice, object key, object call_id, object name, object arguments) except -1:
-        """_whole for arguments given as a parsed JSON value."""
+    cdef int _whole_value(self, object choice, object key, object call_id, object name, object arguments,
+                          const cs_val *sent=NULL) except -1:
+        """_whole for arguments given as a parsed JSON value (sent: where the reader found its text, if it did)."""
         cdef _Slot slot = self._route(choice, key, call_id, name)
         if slot is None:
             return 0  # over a limit: recorded, and the call dropped
+        data = _compacted(sent) if sent != NULL else None
         try:
-            data = _dumps(arguments)
+            if data is None:
+                data = _dumps(arguments)
         except TypeError as exc:
             self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
         else:

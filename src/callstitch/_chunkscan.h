@@ -960,7 +960,7 @@ static inline int cs_utf8_valid(const unsigned char *p, ptrdiff_t n)
  */
 enum { CS_T_ABSENT = 1, CS_T_NULL = 2, CS_T_STR = 4, CS_T_INT = 8, CS_T_OTHER = 16, CS_T_ARRAY = 32 };
 #define CS_MAX_WANTS 12
-#define CS_MAX_PATH 8       /* elements per path; path[] has one more slot for the NULL */
+#define CS_MAX_PATH 10      /* elements per path; path[] has one more slot for the NULL */
 
 typedef struct {
     const char *path[CS_MAX_PATH + 1];  /* keys / "#K" indexes from the top-level object, NULL-terminated */
@@ -1311,6 +1311,190 @@ static inline int cs_items(const unsigned char *p, ptrdiff_t n, const unsigned c
         if (r < 0) return -1;
         if (r == 0) return k;
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* compact re-encoding, as orjson.dumps(orjson.loads(text)) writes it        */
+/* ------------------------------------------------------------------------ */
+/*
+ * cs_compact(p, n, out) writes the JSON value p[0..n), which cs_extract has
+ * already validated (a value it located), the way orjson.dumps would write
+ * orjson.loads of it: no whitespace, strings with only '"', '\\' and control
+ * characters escaped (\b \t \n \f \r, else \u00xx), every other character as
+ * UTF-8, "-0" as 0.  out must hold n bytes (the result is never longer).
+ * Returns the length written, or -1 when the value holds what orjson would
+ * write differently and this does not reproduce: a number with a fraction or
+ * an exponent, an integer of 19 digits or more, an object with a duplicate
+ * key, a key with an escape, more than CS_COMPACT_KEYS keys in one object.
+ * The caller then serialises the parsed value itself.
+ */
+#define CS_COMPACT_KEYS 24
+
+typedef struct {
+    const unsigned char *p, *e;
+    unsigned char *o;
+} cs_cctx;
+
+static CS_ALWAYS_INLINE void cs_cws(cs_cctx *c)
+{
+    while (c->p < c->e && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
+}
+
+static inline void cs_cput(cs_cctx *c, unsigned cp)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char *o = c->o;
+    if (cp < 0x20) {
+        *o++ = '\\';
+        switch (cp) {
+        case 0x08: *o++ = 'b'; break;
+        case 0x09: *o++ = 't'; break;
+        case 0x0a: *o++ = 'n'; break;
+        case 0x0c: *o++ = 'f'; break;
+        case 0x0d: *o++ = 'r'; break;
+        default:
+            *o++ = 'u'; *o++ = '0'; *o++ = '0';
+            *o++ = (unsigned char)hex[cp >> 4]; *o++ = (unsigned char)hex[cp & 15u];
+        }
+    } else if (cp == '"' || cp == '\\') {
+        *o++ = '\\';
+        *o++ = (unsigned char)cp;
+    } else if (cp < 0x80) {
+        *o++ = (unsigned char)cp;
+    } else if (cp < 0x800) {
+        *o++ = (unsigned char)(0xC0 | (cp >> 6));
+        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        *o++ = (unsigned char)(0xE0 | (cp >> 12));
+        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    } else {
+        *o++ = (unsigned char)(0xF0 | (cp >> 18));
+        *o++ = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    }
+    c->o = o;
+}
+
+/* A string at '"' (validated: escapes well formed, surrogates paired). */
+static inline void cs_cstr(cs_cctx *c)
+{
+    const unsigned char *p = c->p + 1;
+    *c->o++ = '"';
+    for (;;) {
+        const unsigned char *q = p;
+        while (*q != '"' && *q != '\\') q++;
+        memcpy(c->o, p, (size_t)(q - p));
+        c->o += q - p;
+        p = q;
+        if (*p == '"') break;
+        switch (p[1]) {
+        case 'u': {
+            unsigned cp = (unsigned)cs_hex4(p + 2);    /* validated: four hex digits */
+            p += 6;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {        /* a high surrogate: its low half follows */
+                cp = 0x10000u + ((cp - 0xD800u) << 10) + ((unsigned)cs_hex4(p + 2) - 0xDC00u);
+                p += 6;
+            }
+            cs_cput(c, cp);
+            break;
+        }
+        case '/': *c->o++ = '/'; p += 2; break;
+        default: *c->o++ = '\\'; *c->o++ = p[1]; p += 2; break;   /* " \\ b f n r t */
+        }
+    }
+    c->p = p + 1;
+    *c->o++ = '"';
+}
+
+static int cs_cval(cs_cctx *c, int depth);
+
+static int cs_cobj(cs_cctx *c, int depth)
+{
+    const unsigned char *keys[CS_COMPACT_KEYS];
+    ptrdiff_t lens[CS_COMPACT_KEYS];
+    int nkeys = 0, k;
+    *c->o++ = '{';
+    c->p++;
+    cs_cws(c);
+    if (*c->p == '}') { c->p++; *c->o++ = '}'; return 0; }
+    for (;;) {
+        const unsigned char *key = c->p + 1, *q = key;
+        while (*q != '"' && *q != '\\') q++;
+        if (*q == '\\' || nkeys == CS_COMPACT_KEYS) return -1;
+        for (k = 0; k < nkeys; k++)
+            if (lens[k] == q - key && memcmp(keys[k], key, (size_t)(q - key)) == 0) return -1;
+        keys[nkeys] = key;
+        lens[nkeys++] = q - key;
+        *c->o++ = '"';
+        memcpy(c->o, key, (size_t)(q - key));
+        c->o += q - key;
+        *c->o++ = '"';
+        c->p = q + 1;
+        cs_cws(c);
+        c->p++;                                        /* ':' */
+        *c->o++ = ':';
+        cs_cws(c);
+        if (cs_cval(c, depth + 1) < 0) return -1;
+        cs_cws(c);
+        if (*c->p == '}') { c->p++; *c->o++ = '}'; return 0; }
+        c->p++;                                        /* ',' */
+        *c->o++ = ',';
+        cs_cws(c);
+    }
+}
+
+static int cs_carr(cs_cctx *c, int depth)
+{
+    *c->o++ = '[';
+    c->p++;
+    cs_cws(c);
+    if (*c->p == ']') { c->p++; *c->o++ = ']'; return 0; }
+    for (;;) {
+        if (cs_cval(c, depth + 1) < 0) return -1;
+        cs_cws(c);
+        if (*c->p == ']') { c->p++; *c->o++ = ']'; return 0; }
+        c->p++;
+        *c->o++ = ',';
+        cs_cws(c);
+    }
+}
+
+static int cs_cval(cs_cctx *c, int depth)
+{
+    const unsigned char *p = c->p, *s;
+    if (depth > 64) return -1;
+    switch (*p) {
+    case '"': cs_cstr(c); return 0;
+    case '{': return cs_cobj(c, depth);
+    case '[': return cs_carr(c, depth);
+    case 't': memcpy(c->o, "true", 4); c->o += 4; c->p += 4; return 0;
+    case 'f': memcpy(c->o, "false", 5); c->o += 5; c->p += 5; return 0;
+    case 'n': memcpy(c->o, "null", 4); c->o += 4; c->p += 4; return 0;
+    default:
+        s = p;
+        if (*p == '-') p++;
+        while (p < c->e && (unsigned)(*p - '0') < 10u) p++;
+        if (p < c->e && (*p == '.' || *p == 'e' || *p == 'E')) return -1;   /* a float: orjson's repr */
+        if (p - s > 18) return -1;                                           /* may not fit 64 bits */
+        if (p - s == 2 && s[0] == '-' && s[1] == '0') { *c->o++ = '0'; c->p = p; return 0; }
+        memcpy(c->o, s, (size_t)(p - s));
+        c->o += p - s;
+        c->p = p;
+        return 0;
+    }
+}
+
+static inline ptrdiff_t cs_compact(const unsigned char *p, ptrdiff_t n, unsigned char *out)
+{
+    cs_cctx c;
+    c.p = p;
+    c.e = p + n;
+    c.o = out;
+    cs_cws(&c);
+    if (c.p >= c.e || cs_cval(&c, 1) < 0) return -1;
+    return c.o - out;
 }
 
 #endif /* CALLSTITCH_CHUNKSCAN_H */

@@ -152,7 +152,7 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
     reasons = state.finish_reasons
     usage = state.usage
     if type(usage) is RawJSON:
-        usage = orjson.loads(usage.data)
+        usage = orjson.loads(memoryview(usage))  # orjson takes no bytes subclass
     if _only_first_choice(texts, reasons, calls):
         # The common case, one choice (or none): no grouping, no sorting.
         if not calls and not texts and not reasons:

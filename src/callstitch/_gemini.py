@@ -9,6 +9,7 @@ without that close; the call is then taken as built.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -165,12 +166,13 @@ class _Builder:
                 _PATHS.clear()
             _PATHS[text] = path
         string = key == "stringValue" and type(value) is str
-        if string and path == self.open_path:  # the next piece of the open string
-            self.pieces.append(value)
-            if not more:
-                self._flush()
-            return self.open_ok
-        self._flush()
+        if self.open_path is not None:
+            if string and path == self.open_path:  # the next piece of the open string
+                self.pieces.append(value)
+                if not more:
+                    self._flush()
+                return self.open_ok
+            self._flush()
         if key == "nullValue":
             value = None
         ok = _set(self.root, path, value)
@@ -189,13 +191,21 @@ class _Builder:
     def text(self) -> bytes:
         """Return the arguments as JSON; cut inside the string when it was still being continued."""
         if self.open_path is None:
-            return orjson.dumps(self.root)
+            return _serialise(self.root)
         self.pieces.append(_CUT)
         self._flush()
-        data = orjson.dumps(self.root)
+        data = _serialise(self.root)
         # The stream ended inside a string value: keep what came, and let it read as truncated.
         cut = data.find(_CUT_JSON)
         return data if cut < 0 else data[:cut]
+
+
+def _serialise(value: Any) -> bytes:
+    """Return value as compact JSON; a lone surrogate (sent as a piece) is kept as its escape text."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 
 # Paths already parsed (the same few come again and again), up to a bound.
@@ -228,39 +238,31 @@ def _get(root: Any, path: tuple) -> Any:
 
 
 def _set(root: Any, path: tuple, value: Any) -> bool:
+    """Set value at path in root, making the objects and lists on the way; False when the path cannot be."""
     node = root
-    for key, following in zip(path, path[1:] + (None,)):
-        if following is None:
-            break
-        child = _child(node, key, [] if type(following) is int else {})
+    last = len(path) - 1
+    for i in range(last):
+        key = path[i]
+        if type(key) is int:
+            if type(node) is not list:
+                return False
+            while len(node) <= key:
+                node.append(None)
+            child = node[key]
+        else:
+            if type(node) is not dict:
+                return False
+            child = node.get(key)
         if child is None:
-            return False
+            child = node[key] = [] if type(path[i + 1]) is int else {}
         node = child
-    last = path[-1]
-    if type(last) is int:
-        if type(node) is not list:
-            return False
-        while len(node) <= last:
-            node.append(None)
-        node[last] = value
-    else:
-        if type(node) is not dict:
-            return False
-        node[last] = value
-    return True
-
-
-def _child(node: Any, key: Any, empty: Any) -> Any:
+    key = path[last]
     if type(key) is int:
         if type(node) is not list:
-            return None
+            return False
         while len(node) <= key:
             node.append(None)
-        if node[key] is None:
-            node[key] = empty
-        return node[key]
-    if type(node) is not dict:
-        return None
-    if node.get(key) is None:
-        node[key] = empty
-    return node[key]
+    elif type(node) is not dict:
+        return False
+    node[key] = value
+    return True

@@ -59,10 +59,7 @@ def error_text(error: Any) -> str:
     return str(error)
 
 
-class RawJSON:
+class RawJSON(bytes):
     """A JSON value kept as its text until the result is built (the compiled path's usage objects)."""
 
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    __slots__ = ()
