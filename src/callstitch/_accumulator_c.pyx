@@ -21,7 +21,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._results import ToolCall
 from ._state import RawJSON, StreamState
-from . import _gemini
+from . import _anthropic, _gemini
 from ._gemini import _VALUE_KEYS
 from ._ollama import finish as _ollama_finish
 from ._text import argument_bytes, encode_fragment, escape_surrogate
@@ -97,6 +97,7 @@ cdef enum:
     FMT_OLLAMA = 7
 
 cdef cs_want _ANTHROPIC[6]
+cdef cs_want _ANTHROPIC_OTHER[12]
 cdef cs_want _RESPONSES[3]
 cdef cs_want _RESPONSES_END[11]
 cdef cs_want _BEDROCK[5]
@@ -128,6 +129,19 @@ _want(&_ANTHROPIC[2], "delta", "type")
 _want(&_ANTHROPIC[3], "delta", "partial_json")
 _want(&_ANTHROPIC[4], "delta", "text")
 _want(&_ANTHROPIC[5], "delta", "thinking")
+# … and what the adapter reads of the other events (block start and stop, message start, delta, stop)
+_want(&_ANTHROPIC_OTHER[0], "type")
+_want(&_ANTHROPIC_OTHER[1], "index")
+_want(&_ANTHROPIC_OTHER[2], "content_block")
+_want(&_ANTHROPIC_OTHER[3], "content_block", "type")
+_want(&_ANTHROPIC_OTHER[4], "content_block", "id")
+_want(&_ANTHROPIC_OTHER[5], "content_block", "name")
+_want(&_ANTHROPIC_OTHER[6], "content_block", "input")
+_want(&_ANTHROPIC_OTHER[7], "content_block", "text")
+_want(&_ANTHROPIC_OTHER[8], "content_block", "thinking")
+_want(&_ANTHROPIC_OTHER[9], "delta", "stop_reason")
+_want(&_ANTHROPIC_OTHER[10], "usage")
+_want(&_ANTHROPIC_OTHER[11], "message", "usage")
 # openai-responses deltas: type, item_id, delta
 _want(&_RESPONSES[0], "type")
 _want(&_RESPONSES[1], "item_id")
@@ -459,6 +473,8 @@ cdef class Accumulator:
     cdef Py_ssize_t _data_lines
     cdef Py_ssize_t _data_offset
     cdef object _event_name
+    cdef bytes _event_raw  # the last event name as sent, and as str
+    cdef object _event_text
     cdef cs_chunk _chunk
     # The slot the last indexed fragment went to: a continuation of it needs no dict lookups.
     # Every _route clears it, since only _route changes which slot an index maps to.
@@ -808,7 +824,12 @@ cdef class Accumulator:
         if flen == 4 and memcmp(p, b"data", 4) == 0:
             self._data_add(value, 0, pos)
         elif flen == 5 and memcmp(p, b"event", 5) == 0:
-            self._event_name = (<const char *>value)[:vn].decode("utf-8", "replace")
+            # Most streams name every event from a handful of names: reuse the last one's str.
+            if not (self._event_raw is not None and len(self._event_raw) == vn
+                    and memcmp(<const char *>self._event_raw, value, vn) == 0):
+                self._event_raw = (<const char *>value)[:vn]
+                self._event_text = self._event_raw.decode("utf-8", "replace")
+            self._event_name = self._event_text
         # id, retry and unknown fields carry nothing callstitch needs
         return 0
 
@@ -1002,7 +1023,9 @@ cdef class Accumulator:
                 return 0
             if _is(&v[0], "ping", 4):
                 return 1  # the adapter lets it pass
-            if not _is(&v[0], "content_block_delta", 19) or v[1].kind != CS_T_INT or v[2].kind != CS_T_STR:
+            if not _is(&v[0], "content_block_delta", 19):
+                return self._anthropic_event(data, n)
+            if v[1].kind != CS_T_INT or v[2].kind != CS_T_STR:
                 return 0
             if _is(&v[2], "input_json_delta", 16) and v[3].kind == CS_T_STR:
                 return self._append_known(v[1].i, &v[3])
@@ -1172,6 +1195,49 @@ cdef class Accumulator:
         if v[4].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
             self._raw_usage(&v[4])
         return 1
+
+    cdef int _anthropic_event(self, const unsigned char *data, Py_ssize_t n) except -1:
+        """Apply a block start or stop, or a message start, delta or stop, as _anthropic.handle does; 0: the general way."""
+        cdef cs_val *v = self._vals
+        cdef cs_span span
+        cdef int which
+        if not cs_extract(data, n, _ANTHROPIC_OTHER, 12, v) or v[0].kind != CS_T_STR or v[0].has_esc:
+            return 0
+        state = self._state
+        if _is(&v[0], "content_block_stop", 18):
+            if v[1].kind != CS_T_INT:
+                return 0
+            _anthropic.stop_block(self, state, v[1].i)
+            return 1
+        if _is(&v[0], "content_block_start", 19):
+            if v[1].kind != CS_T_INT or not _is_object(&v[2]) or v[3].has_esc:
+                return 0
+            if _is(&v[3], "tool_use", 8):
+                _anthropic.start_tool(self, state, v[1].i, _value(&v[4]), _value(&v[5]), _value(&v[6]))
+            elif _is(&v[3], "text", 4) or _is(&v[3], "thinking", 8):
+                which = 0 if v[3].n == 4 else 1
+                if v[7 + which].kind == CS_T_STR:
+                    if v[7 + which].n:
+                        span = _span(&v[7 + which])
+                        self._text_span(0, which, &span)
+                elif not (v[7 + which].kind & (CS_T_ABSENT | CS_T_NULL)):
+                    return 0  # text that is not a string: the adapter reports it
+            return 1
+        if _is(&v[0], "message_delta", 13):
+            if v[9].kind == CS_T_STR:
+                state.finish(0, _span_str_v(&v[9]))
+            if _is_object(&v[10]):
+                _anthropic._usage(state, _value(&v[10]))
+            return 1
+        if _is(&v[0], "message_start", 13):
+            if _is_object(&v[11]):
+                _anthropic._usage(state, _value(&v[11]))
+            return 1
+        if _is(&v[0], "message_stop", 12):
+            state.complete = True
+            self._complete(None, None)
+            return 1
+        return 0
 
     cdef int _gemini_piece(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply, in one pass, a chunk of one part with one partialArgs entry, a string; 0 when it is anything else."""

@@ -49,11 +49,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             return
         btype = block.get("type")
         if type(btype) is str and btype in _CLIENT_BLOCKS:
-            notes.setdefault("tools", {})[index] = block.get("input")
-            notes.setdefault("streamed", set())
-            call_id, name = block.get("id"), block.get("name")
-            acc._fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None,
-                          None)
+            start_tool(acc, state, index, block.get("id"), block.get("name"), block.get("input"))
         elif btype == "text":
             _text(acc, state, 0, block.get("text"), offset, empty_ok=False)
         elif btype == "thinking":
@@ -61,9 +57,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     elif kind == "content_block_stop":
         index = obj.get("index")
         if type(index) is int:
-            _settle(acc, state, index)
-            if index in notes.get("tools", ()):
-                acc._complete(0, index)
+            stop_block(acc, state, index)
     elif kind == "message_delta":
         delta = obj.get("delta")
         if type(delta) is dict and type(delta.get("stop_reason")) is str:
@@ -80,6 +74,21 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
     elif kind != "ping":
         state.error("unexpected shape", f"unknown event type {kind!r}", offset, obj)
+
+
+def start_tool(acc: Any, state: Any, index: int, call_id: Any, name: Any, initial: Any) -> None:
+    """A tool_use block starts: its call, and the input its start carries (kept unless input streams)."""
+    notes = state.notes
+    notes.setdefault("tools", {})[index] = initial
+    notes.setdefault("streamed", set())
+    acc._fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None, None)
+
+
+def stop_block(acc: Any, state: Any, index: int) -> None:
+    """A content block stops: a tool block's call is complete."""
+    _settle(acc, state, index)
+    if index in state.notes.get("tools", ()):
+        acc._complete(0, index)
 
 
 def _text(acc: Any, state: Any, which: int, text: Any, offset: int | None, empty_ok: bool = True) -> None:
