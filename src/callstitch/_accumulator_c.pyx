@@ -340,6 +340,8 @@ cdef int _Q_NEW_CALL_SAME_INDEX = Q_NEW_CALL_SAME_INDEX
 cdef int _Q_RESENT_ID = Q_RESENT_ID
 cdef int _Q_RESENT_NAME = Q_RESENT_NAME
 
+cdef frozenset _KNOWN_FORMATS = frozenset(_dispatch.FORMATS)
+cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
 cdef object _route_framing = _framing.route
 cdef object _finish_framing = _framing.finish
@@ -487,11 +489,10 @@ cdef class Accumulator:
         self._data = NULL
 
     def __init__(self, format="openai-chat", limits=None):
-        self._state = StreamState(_dispatch.check_format(format))
+        self._state = StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
-         self._max_event) = as_numbers(limits)
+         self._max_event) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
         self._state.event_limit = self._max_event
-        self._capped = set()
         self._halted_at = -1
         self._fast = format == "openai-chat"
         self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
@@ -1719,6 +1720,8 @@ cdef class Accumulator:
 
     cdef int _cap(self, str name) except -1:
         """Record, once, that a stream has more calls or choices than its limits allow."""
+        if self._capped is None:
+            self._capped = set()
         if name not in self._capped:
             self._capped.add(name)
             too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices)
