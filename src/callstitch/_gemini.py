@@ -241,28 +241,19 @@ def _set(root: Any, path: tuple, value: Any) -> bool:
     """Set value at path in root, making the objects and lists on the way; False when the path cannot be."""
     node = root
     last = len(path) - 1
-    for i in range(last):
-        key = path[i]
+    for i, key in enumerate(path):
         if type(key) is int:
             if type(node) is not list:
                 return False
             while len(node) <= key:
                 node.append(None)
-            child = node[key]
-        else:
-            if type(node) is not dict:
-                return False
-            child = node.get(key)
+        elif type(node) is not dict:
+            return False
+        if i == last:
+            node[key] = value
+            return True
+        child = node[key] if type(key) is int else node.get(key)
         if child is None:
             child = node[key] = [] if type(path[i + 1]) is int else {}
         node = child
-    key = path[last]
-    if type(key) is int:
-        if type(node) is not list:
-            return False
-        while len(node) <= key:
-            node.append(None)
-    elif type(node) is not dict:
-        return False
-    node[key] = value
-    return True
+    return False
