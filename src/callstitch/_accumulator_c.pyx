@@ -83,6 +83,14 @@ cdef extern from "_chunkscan.h" nogil:
     int cs_items(const unsigned char *p, Py_ssize_t n, const unsigned char **starts, Py_ssize_t *lens, int max)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
 
+cdef extern from "_eventstream.h" nogil:
+    void es_crc_init()
+    unsigned int es_crc32(const unsigned char *p, size_t n)
+    unsigned int es_be32(const unsigned char *p)
+    int es_prelude_ok(const unsigned char *p)
+
+es_crc_init()
+
 # What the fast path reads from each format's commonest events; any value kind is allowed, so
 # the reader only validates and locates, and the decisions stay here, readable.
 cdef enum:
@@ -295,6 +303,11 @@ cdef object _compacted(const cs_val *v):
             PyMem_Free(out)
 
 
+def _crc32(bytes data):
+    """Return the event stream's CRC-32 of data, as the framing computes it (for tests)."""
+    return es_crc32(<const unsigned char *><char *>data, len(data))
+
+
 def _compact(bytes text):
     """Return what _compacted gives for a JSON value's text (for tests), or None; ValueError if it is not valid."""
     cdef cs_want want
@@ -348,7 +361,9 @@ cdef object _finish_framing = _framing.finish
 cdef object _close = _dispatch.close
 cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
-cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON)  # framed here, in place
+cdef object _EVENTSTREAM = _framing.EVENTSTREAM
+cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM)  # framed here, in place
+cdef object _read_headers = _framing.read_headers
 cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
 
@@ -464,6 +479,12 @@ cdef class Accumulator:
     cdef _Slot _item_slot
     cdef bint _in_place  # the framing is known and is one this twin frames itself (SSE, NDJSON)
     cdef bint _nd  # … and it is NDJSON: one JSON document per line
+    cdef bint _es  # … or the AWS event stream: the state of its framing follows
+    cdef Py_ssize_t _es_drop  # bytes still to drop of a message over Limits.event_bytes
+    cdef Py_ssize_t _es_skipped  # where bytes began to be skipped after a damaged prelude, or -1
+    cdef dict _es_headers  # header blocks already read (as _framing.read_headers keeps them)
+    cdef bytes _es_last_raw  # the last header block, and what it said
+    cdef object _es_last_headers
     # SSE framing state
     cdef bytearray _tail
     cdef Py_ssize_t _offset
@@ -494,6 +515,7 @@ cdef class Accumulator:
          self._max_event) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
         self._state.event_limit = self._max_event
         self._halted_at = -1
+        self._es_skipped = -1
         self._fast = format == "openai-chat"
         self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
         self._auto = format == "auto"
@@ -536,6 +558,7 @@ cdef class Accumulator:
                 return 0
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
+            self._es = self._state.framing == _EVENTSTREAM
         if isinstance(data, bytes):
             return self._feed(<const unsigned char *><char *>data, len(<bytes>data))
         view = memoryview(data).cast("B")
@@ -562,6 +585,8 @@ cdef class Accumulator:
         cdef Py_ssize_t k, m
         if n == 0 or self._halted_at >= 0:
             return 0
+        if self._es:
+            return self._feed_messages(p, n)
         if not self._started:
             # A UTF-8 BOM may open the stream, possibly split across reads.
             k = PyByteArray_GET_SIZE(self._tail)
@@ -709,6 +734,88 @@ cdef class Accumulator:
             self._nd_line(p, m, self._offset)
             self._offset += m + 1
             p = nl + 1
+        return 0
+
+    cdef int _feed_messages(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Frame the AWS event stream in place, exactly as _framing.EventStreamFramer.feed does."""
+        cdef Py_ssize_t used, m
+        if self._es_drop:
+            if n <= self._es_drop:
+                self._es_drop -= n
+                self._offset += n
+                return 0
+            self._offset += self._es_drop
+            p += self._es_drop
+            n -= self._es_drop
+            self._es_drop = 0
+        m = PyByteArray_GET_SIZE(self._tail)
+        if m:
+            self._tail.extend((<const char *>p)[:n])
+            used = self._messages(<const unsigned char *>PyByteArray_AS_STRING(self._tail), m + n)
+            del self._tail[:used]
+        else:
+            used = self._messages(p, n)
+            if used < n:
+                self._tail.extend((<const char *>p)[used:n])
+        self._offset += used
+        return 0
+
+    cdef Py_ssize_t _messages(self, const unsigned char *b, Py_ssize_t size) except -1:
+        """Hand over every whole message in b (b[0] is at _offset); return how many bytes are done with."""
+        cdef Py_ssize_t pos = 0, end, total, head
+        while size - pos >= 12:
+            if not es_prelude_ok(b + pos):
+                if self._es_skipped < 0:
+                    self._es_skipped = self._offset + pos
+                pos += 1  # search on for the next sound prelude
+                while size - pos >= 12 and not (b[pos] == 0 and es_prelude_ok(b + pos)):
+                    pos += 1
+                continue
+            if self._es_skipped >= 0:
+                _framing.skipped(self._state, self._es_skipped, self._offset + pos)
+                self._es_skipped = -1
+            total = es_be32(b + pos)
+            if total > self._max_event:
+                # A message over Limits.event_bytes is dropped as it arrives, never held.
+                line_dropped(self._state, self._max_event, self._offset + pos, "message")
+                if size - pos < total:
+                    self._es_drop = total - (size - pos)
+                    return size
+                pos += total
+                continue
+            if size - pos < total:
+                break
+            end = pos + total - 4
+            if es_crc32(b + pos, total - 4) != es_be32(b + end):
+                _framing.crc_mismatch(self._state, self._offset + pos)
+            else:
+                head = es_be32(b + pos + 4)
+                self._message(b + pos + 12, head, b + pos + 12 + head, end - pos - 12 - head, self._offset + pos)
+            pos += total
+        return pos
+
+    cdef int _message(self, const unsigned char *raw, Py_ssize_t rn, const unsigned char *payload, Py_ssize_t pn,
+                      Py_ssize_t offset) except -1:
+        """Hand over one message, as EventStreamFramer._message does: an event, or an exception recorded."""
+        last = self._es_last_raw
+        if last is not None and len(last) == rn and memcmp(<const char *>last, raw, rn) == 0:
+            headers = self._es_last_headers
+        else:
+            if self._es_headers is None:
+                self._es_headers = {}
+            key = (<const char *>raw)[:rn]
+            headers = _read_headers(self._state, self._es_headers, key, offset)
+            if headers is None:
+                return 0
+            self._es_last_raw = key
+            self._es_last_headers = headers
+        kind = headers.get(":message-type", "event")
+        if kind == "event":
+            self._event_name = headers.get(":event-type")
+            self._data_offset = offset
+            self._dispatch_payload(payload, pn)
+        else:
+            _framing.not_an_event(self._state, headers, kind, (<const char *>payload)[:pn], offset)
         return 0
 
     cdef int _check_line_tail(self) except -1:
@@ -898,7 +1005,24 @@ cdef class Accumulator:
                 return 0
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
+            self._es = self._state.framing == _EVENTSTREAM
             self._feed_data(data)
+        if self._es:
+            # What _framing.EventStreamFramer.end does.
+            m = PyByteArray_GET_SIZE(self._tail)
+            if self._es_skipped >= 0:
+                self._offset += m
+                del self._tail[:]
+                _framing.skipped(self._state, self._es_skipped, self._offset)
+                self._es_skipped = -1
+            self._es_drop = 0
+            m = PyByteArray_GET_SIZE(self._tail)
+            if m:
+                _framing.ends_inside(self._state, bytes(self._tail), self._offset)
+                self._offset += m
+                del self._tail[:]
+            _close(self, self._state)
+            return 0
         if self._nd:
             m = PyByteArray_GET_SIZE(self._tail)
             if m:

@@ -157,8 +157,7 @@ class EventStreamFramer:
                     break
                 end = pos + total - 4
                 if zlib.crc32(view[pos:end]) != _CRC.unpack_from(buf, end)[0]:
-                    self._state.error("malformed chunk", "event-stream message CRC mismatch; message skipped",
-                                      self._offset + pos)
+                    crc_mismatch(self._state, self._offset + pos)
                 else:
                     start = pos + _PRELUDE
                     self._message(bytes(view[start:start + headers_len]), bytes(view[start + headers_len:end]),
@@ -178,29 +177,18 @@ class EventStreamFramer:
         return pos
 
     def _message(self, raw: bytes, payload: bytes, offset: int) -> None:
-        # A stream repeats the same few header blocks (one per event type): read each once.
-        headers = self._headers.get(raw)
+        headers = read_headers(self._state, self._headers, raw, offset)
         if headers is None:
-            try:
-                headers = parse_headers(raw)
-            except (ValueError, struct.error, UnicodeDecodeError) as exc:
-                self._state.error("malformed chunk", f"event-stream headers unreadable ({exc})", offset)
-                return
-            if len(self._headers) < 64:
-                self._headers[raw] = headers
+            return
         kind = headers.get(":message-type", "event")
         if kind == "event":
             self._acc._event(headers.get(":event-type"), payload, offset)
-            return
-        name = headers.get(":exception-type") or headers.get(":error-code") or kind
-        detail = headers.get(":error-message") or payload.decode("utf-8", "replace")
-        self._state.error("in-band error", f"{name}: {detail}", offset, payload)
+        else:
+            not_an_event(self._state, headers, kind, payload, offset)
 
     def _report_skipped(self, upto: int) -> None:
         if self._skipped_from is not None:
-            self._state.error("malformed chunk",
-                              f"event-stream prelude damaged; skipped {upto - self._skipped_from} bytes",
-                              self._skipped_from)
+            skipped(self._state, self._skipped_from, upto)
             self._skipped_from = None
 
     def end(self) -> None:
@@ -212,10 +200,48 @@ class EventStreamFramer:
         if self._drop:
             self._drop = 0
         if self._buf:
-            self._state.error("malformed chunk", f"event stream ends inside a message ({len(self._buf)} bytes)",
-                              self._offset, bytes(self._buf[:200]))
+            ends_inside(self._state, bytes(self._buf), self._offset)
             self._offset += len(self._buf)
             del self._buf[:]
+
+
+# What an event-stream framer does with a message or a problem, written once for the framer above
+# and the compiled twin's own.
+
+def read_headers(state: Any, cache: dict, raw: bytes, offset: int) -> dict | None:
+    """Return a message's headers, read once per distinct block (a stream repeats a few); None if unreadable."""
+    headers = cache.get(raw)
+    if headers is None:
+        try:
+            headers = parse_headers(raw)
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            state.error("malformed chunk", f"event-stream headers unreadable ({exc})", offset)
+            return None
+        if len(cache) < 64:
+            cache[raw] = headers
+    return headers
+
+
+def not_an_event(state: Any, headers: dict, kind: str, payload: bytes, offset: int) -> None:
+    """Record an exception (or other non-event) message as an in-band error."""
+    name = headers.get(":exception-type") or headers.get(":error-code") or kind
+    detail = headers.get(":error-message") or payload.decode("utf-8", "replace")
+    state.error("in-band error", f"{name}: {detail}", offset, payload)
+
+
+def crc_mismatch(state: Any, offset: int) -> None:
+    """Record a message whose CRC does not match (it is skipped)."""
+    state.error("malformed chunk", "event-stream message CRC mismatch; message skipped", offset)
+
+
+def skipped(state: Any, start: int, upto: int) -> None:
+    """Record the bytes skipped after a damaged prelude, up to the next good one."""
+    state.error("malformed chunk", f"event-stream prelude damaged; skipped {upto - start} bytes", start)
+
+
+def ends_inside(state: Any, left: bytes, offset: int) -> None:
+    """Record bytes at the end of the stream that never made a whole message."""
+    state.error("malformed chunk", f"event stream ends inside a message ({len(left)} bytes)", offset, left[:200])
 
 
 _FIXED = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
