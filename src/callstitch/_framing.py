@@ -1,9 +1,10 @@
 """Framings other than SSE: NDJSON and the AWS event stream, and telling which one a body uses.
 
 SSE, by far the most common, is framed by the accumulator twins themselves (it is on the hot
-path), and NDJSON by the compiled twin as well. These framers are written once and hand each
-event back to the twin's ``_event``; NDJSONFramer is what the compiled twin's line framing must
-match byte for byte.
+path); the compiled twin frames NDJSON and the event stream in place as well. The framers here
+serve the pure-Python twin and hand each event back to its ``_event``; they are what the
+compiled twin's framing must match byte for byte, and the event stream's messages and errors
+are written once, in the helpers below EventStreamFramer, for both.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
 
 
 def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
-    """Apply one entry of message.tool_calls: a whole call (the compiled twin calls this too)."""
+    """Apply one entry of message.tool_calls: a whole call (the compiled twin does the same in place)."""
     function = call.get("function") if type(call) is dict else None
     if type(function) is not dict:
         state.error("unexpected shape", "a tool call without a function", offset, call)
@@ -47,7 +47,7 @@ def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
 
 
 def finish(acc: Any, state: Any, reason: Any, usage: dict) -> None:
-    """Apply the last line (done: true): its reason, its token counts, and the end of every call."""
+    """Apply the last line (done: true): its reason, its token counts, the end of every call (both twins)."""
     if usage:
         state.usage = usage
     state.finish(0, reason if type(reason) is str else "stop")
