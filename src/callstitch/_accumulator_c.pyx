@@ -477,7 +477,7 @@ cdef class Accumulator:
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
     cdef bytes _item_key
     cdef _Slot _item_slot
-    cdef bint _in_place  # the framing is known and is one this twin frames itself (SSE, NDJSON)
+    cdef bint _in_place  # the framing is known and this twin frames it itself (SSE, NDJSON, event stream)
     cdef bint _nd  # … and it is NDJSON: one JSON document per line
     cdef bint _es  # … or the AWS event stream: the state of its framing follows
     cdef Py_ssize_t _es_drop  # bytes still to drop of a message over Limits.event_bytes
@@ -662,30 +662,23 @@ cdef class Accumulator:
                 if p == NULL:
                     return 0
                 continue
-            if (nl[0] == b'\n' and m >= 5 and not self._data_lines and not self._dropping and nl + 1 < end
-                    and nl[1] == b'\n' and memcmp(p, b"data:", 5) == 0):
-                # The common event, one data line and a blank line, read in place without a copy.
+            # The common event, one data line and a blank line (LF, or CRLF as Gemini sends),
+            # read in place without a copy.
+            k = 0
+            if m >= 5 and not self._data_lines and not self._dropping and memcmp(p, b"data:", 5) == 0:
+                if nl[0] == b'\n' and nl + 1 < end and nl[1] == b'\n':
+                    k = 2
+                elif (nl[0] == b'\r' and nl + 3 < end and nl[1] == b'\n' and nl[2] == b'\r'
+                        and nl[3] == b'\n'):
+                    k = 4
+            if k:
                 self._data_offset = self._offset
                 if m > 5 and p[5] == b' ':
                     self._dispatch_payload(p + 6, m - 6)
                 else:
                     self._dispatch_payload(p + 5, m - 5)
-                self._offset += m + 2
-                p = nl + 2
-                if self._halting and self._ended():
-                    self._halted_at = p - origin
-                    return 0
-                continue
-            if (nl[0] == b'\r' and m >= 5 and not self._data_lines and not self._dropping and nl + 3 < end
-                    and nl[1] == b'\n' and nl[2] == b'\r' and nl[3] == b'\n' and memcmp(p, b"data:", 5) == 0):
-                # The same with CRLF line ends (Gemini frames its events so).
-                self._data_offset = self._offset
-                if m > 5 and p[5] == b' ':
-                    self._dispatch_payload(p + 6, m - 6)
-                else:
-                    self._dispatch_payload(p + 5, m - 5)
-                self._offset += m + 4
-                p = nl + 4
+                self._offset += m + k
+                p = nl + k
                 if self._halting and self._ended():
                     self._halted_at = p - origin
                     return 0
@@ -1312,11 +1305,7 @@ cdef class Accumulator:
                     self._text_span(choice, 1 if _is_true(&part[1]) else 0, &span)
             first += part_entries[k]
         if v[2].kind == CS_T_STR:
-            if self._gemini_open(choice) is None:  # what finish_choice does when no call is open
-                self._state.finish(choice, _span_str_v(&v[2]))
-                self._complete(choice, None)
-            else:
-                _gemini.finish_choice(self, self._state, choice, _span_str_v(&v[2]))
+            _gemini.finish_choice(self, self._state, choice, _span_str_v(&v[2]))
         if v[4].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
             self._raw_usage(&v[4])
         return 1
@@ -1404,16 +1393,10 @@ cdef class Accumulator:
                                    None if streamed else _value(&part[5]))
                 return 0
             # A whole call with nothing open before it: what start_call and _emit do, a key of its own.
-            keys = state.keys
-            key = len(keys)
-            keys[("call", choice, key)] = key
             call_id = _value(&part[4])
-            arguments = _value(&part[5])
-            call_id = call_id if type(call_id) is str else None
-            if arguments is None or type(arguments) is str:
-                self._whole(choice, key, call_id, _span_str_v(&part[3]), arguments)
-            else:
-                self._whole_value(choice, key, call_id, _span_str_v(&part[3]), arguments, &part[5])
+            self._take_whole(choice, state.key(("call", choice, len(state.keys))),
+                             call_id if type(call_id) is str else None, _span_str_v(&part[3]), _value(&part[5]),
+                             &part[5])
             return 0
         building = self._gemini_open(choice)
         if building is None:
@@ -1499,14 +1482,9 @@ cdef class Accumulator:
             for k in range(count):
                 call_id, name, arguments = calls[k]
                 # What _ollama.tool_call does with an entry whose function is an object: a key of its own.
-                key = len(keys)
-                keys[("call", key)] = key
-                call_id = call_id if type(call_id) is str or type(call_id) is int else None
-                name = name if type(name) is str else None
-                if arguments is None or type(arguments) is str:
-                    self._whole(0, key, call_id, name, arguments)
-                else:
-                    self._whole_value(0, key, call_id, name, arguments, &sent[k])
+                self._take_whole(0, self._state.key(("call", len(keys))),
+                                 call_id if type(call_id) is str or type(call_id) is int else None,
+                                 name if type(name) is str else None, arguments, &sent[k])
         if usage is not None:
             _ollama_finish(self, self._state, reason, usage)
         return 1
@@ -1679,16 +1657,17 @@ cdef class Accumulator:
         arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
         its compact JSON again.
         """
+        self._take_whole(choice, key, call_id, name, arguments)
+
+    cdef int _take_whole(self, object choice, object key, object call_id, object name, object arguments,
+                         const cs_val *sent=NULL) except -1:
+        """_whole; sent: where the reader found the arguments' text, when it did."""
+        cdef _Slot slot
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
             self._fragment(choice, key, call_id, name, arguments)
             self._complete(choice, key)
-        else:
-            self._whole_value(choice, key, call_id, name, arguments)
-
-    cdef int _whole_value(self, object choice, object key, object call_id, object name, object arguments,
-                          const cs_val *sent=NULL) except -1:
-        """_whole for arguments given as a parsed JSON value (sent: where the reader found its text, if it did)."""
-        cdef _Slot slot = self._route(choice, key, call_id, name)
+            return 0
+        slot = self._route(choice, key, call_id, name)
         if slot is None:
             return 0  # over a limit: recorded, and the call dropped
         data = _compacted(sent) if sent != NULL else None

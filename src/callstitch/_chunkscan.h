@@ -510,6 +510,19 @@ static inline int cs_key_id(const unsigned char *k, ptrdiff_t kn)
 #undef CS_KEYIS
 }
 
+/* After a key's closing quote q: skip the ':' and the whitespace around it; return the value's
+ * first byte, or NULL when there is no ':' or no value. */
+static CS_ALWAYS_INLINE const unsigned char *cs_after_key(const unsigned char *q, const unsigned char *e)
+{
+    const unsigned char *p;
+    if (CS_LIKELY(e - q > 2 && q[1] == ':' && q[2] > ' ')) return q + 2;
+    p = cs_ws(q + 1, e);
+    if (p >= e || *p != ':') return NULL;
+    p = cs_ws(p + 1, e);
+    if (p >= e) return NULL;
+    return p;
+}
+
 /* Read an object key at p (must be '"') and the following ':'.
  * Returns a pointer to the value (p < e guaranteed) and sets *id, or NULL.
  * A key containing a backslash gives *id = CS_K_BAD (the caller, which
@@ -555,13 +568,7 @@ static CS_ALWAYS_INLINE const unsigned char *cs_key(const unsigned char *p, cons
     if (!q) return NULL;
     *id = esc ? CS_K_BAD : cs_key_id(p + 1, q - (p + 1));
 have:
-    /* q at the closing quote */
-    if (CS_LIKELY(e - q > 2 && q[1] == ':' && q[2] > ' ')) return q + 2;
-    p = cs_ws(q + 1, e);
-    if (p >= e || *p != ':') return NULL;
-    p = cs_ws(p + 1, e);
-    if (p >= e) return NULL;
-    return p;
+    return cs_after_key(q, e);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1055,13 +1062,7 @@ found:
         }
     }
     *match = m;
-    /* q at the closing quote */
-    if (CS_LIKELY(e - q > 2 && q[1] == ':' && q[2] > ' ')) return q + 2;
-    p = cs_ws(q + 1, e);
-    if (p >= e || *p != ':') return NULL;
-    p = cs_ws(p + 1, e);
-    if (p >= e) return NULL;
-    return p;
+    return cs_after_key(q, e);
 }
 
 /* Number at p, validated as cs_num does; classified into *v. */

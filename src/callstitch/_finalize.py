@@ -87,9 +87,13 @@ def parse_arguments(data: bytes | bytearray, call_id: str | None, name: str | No
         return None, ArgumentsError(kind, str(exc).split(":")[0], call_id=call_id, name=name, offset=offset,
                                     raw=raw), False
     if type(value) is not dict:
-        return None, ArgumentsError("not an object", f"got a JSON {type(value).__name__}", call_id=call_id,
-                                    name=name, offset=0, raw=data), True
+        return None, _not_an_object(value, data, call_id, name), True
     return value, None, True
+
+
+def _not_an_object(value: Any, data: bytes | bytearray, call_id: str | None, name: str | None) -> ArgumentsError:
+    return ArgumentsError("not an object", f"got a JSON {type(value).__name__}", call_id=call_id, name=name, offset=0,
+                          raw=data)
 
 
 def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: int, call_id: str | None,
@@ -132,9 +136,8 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
     if parsed is not None and not cut:
         if type(parsed) is dict:
             return ToolCall(call_id, name, choice, index, parsed, data, None, quirk_names(bits))
-        error = ArgumentsError("not an object", f"got a JSON {type(parsed).__name__}", call_id=call_id, name=name,
-                               offset=0, raw=data)
-        return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
+        return ToolCall(call_id, name, choice, index, None, data, _not_an_object(parsed, data, call_id, name),
+                        quirk_names(bits))
     if cut:
         error = ArgumentsError("truncated", "the rest of the arguments went past Limits.call_bytes and was dropped",
                                call_id=call_id, name=name, offset=len(data), raw=data)
