@@ -19,11 +19,10 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
-from ._results import ToolCall
+from ._results import Choice, Result, ToolCall
 from ._state import RawJSON, StreamState
 from . import _anthropic, _gemini
 from ._gemini import _VALUE_KEYS
-from ._ollama import finish as _ollama_finish
 from ._text import argument_bytes, encode_fragment, escape_surrogate
 from orjson import dumps as _dumps, loads as _loads
 
@@ -81,6 +80,7 @@ cdef extern from "_chunkscan.h" nogil:
         int64_t i
     int cs_extract(const unsigned char *p, Py_ssize_t n, const cs_want *wants, int nwants, cs_val *out)
     int cs_items(const unsigned char *p, Py_ssize_t n, const unsigned char **starts, Py_ssize_t *lens, int max)
+    const unsigned char *cs_find(const unsigned char *p, Py_ssize_t n, const char *text, Py_ssize_t tn, Py_ssize_t at)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
 
 cdef extern from "_eventstream.h" nogil:
@@ -114,8 +114,7 @@ cdef cs_want _GEMINI[8]
 cdef cs_want _GEMINI_PIECE[12]
 cdef cs_want _GEMINI_PART[8]
 cdef cs_want _GEMINI_ENTRY[8]
-cdef cs_want _OLLAMA[9]
-cdef cs_want _OLLAMA_CALL[4]
+cdef cs_want _OLLAMA[8]
 
 
 cdef void _want(cs_want *w, const char *a, const char *b=NULL, const char *c=NULL, const char *d=NULL,
@@ -238,18 +237,11 @@ _want(&_GEMINI_ENTRY[7], "willContinue")
 _want(&_OLLAMA[0], "error")
 _want(&_OLLAMA[1], "message", "content")
 _want(&_OLLAMA[2], "message", "thinking")
-_want(&_OLLAMA[3], "message", "tool_calls")
-_OLLAMA[3].allowed = _ANY | CS_T_ARRAY
-_want(&_OLLAMA[4], "done")
-_want(&_OLLAMA[5], "message")
-_want(&_OLLAMA[6], "done_reason")
-_want(&_OLLAMA[7], "prompt_eval_count")
-_want(&_OLLAMA[8], "eval_count")
-# … and of each entry of message.tool_calls
-_want(&_OLLAMA_CALL[0], "id")
-_want(&_OLLAMA_CALL[1], "function")
-_want(&_OLLAMA_CALL[2], "function", "name")
-_want(&_OLLAMA_CALL[3], "function", "arguments")
+_want(&_OLLAMA[3], "done")
+_want(&_OLLAMA[4], "message")
+_want(&_OLLAMA[5], "done_reason")
+_want(&_OLLAMA[6], "prompt_eval_count")
+_want(&_OLLAMA[7], "eval_count")
 
 _FORMAT_CODES = {"openai-chat": FMT_CHAT, "openai-responses": FMT_RESPONSES, "anthropic": FMT_ANTHROPIC,
                  "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE, "gemini": FMT_GEMINI, "ollama": FMT_OLLAMA}
@@ -519,7 +511,9 @@ cdef class Accumulator:
         self._fast = format == "openai-chat"
         self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
         self._auto = format == "auto"
-        self._in_place = self._state.framing == _SSE
+        framing = self._state.framing
+        self._in_place = framing == _SSE or framing == _NDJSON  # known from the format, and framed here
+        self._nd = framing == _NDJSON
         self._slots = []
         self._done = []
         self._choices = {}
@@ -1349,7 +1343,7 @@ cdef class Accumulator:
             return 1
         if _is(&v[0], "message_stop", 12):
             state.complete = True
-            self._complete(None, None)
+            self._complete_all()
             return 1
         return 0
 
@@ -1438,56 +1432,92 @@ cdef class Accumulator:
 
     cdef int _ollama_line(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply an Ollama line as _ollama.handle does: text, whole calls, the last line; 0 sends it the general way."""
+        if cs_find(data, n, b'"tool_calls"', 12, 5) != NULL:
+            # Its calls' arguments arrive as objects, which the calls keep: orjson reads the line once,
+            # where reading it in place first would only scan the arguments more times.
+            return self._ollama_parsed(data, n)
+        return self._ollama_scanned(data, n)
+
+    cdef int _ollama_scanned(self, const unsigned char *data, Py_ssize_t n) except -1:
+        """Apply an Ollama line without tool calls, read in place (text, the last line); 0 sends it the general way."""
         cdef cs_val *v = self._vals
-        cdef cs_val c[4]
-        cdef cs_val sent[16]
-        cdef const unsigned char *starts[16]
-        cdef Py_ssize_t lens[16]
         cdef cs_span span
-        cdef int k, count = 0
-        cdef list calls = None
         cdef object reason = None, usage = None
-        if (not cs_extract(data, n, _OLLAMA, 9, v) or not (v[0].kind & (CS_T_ABSENT | CS_T_NULL))
-                or not (v[5].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[5]))
+        if (not cs_extract(data, n, _OLLAMA, 8, v) or not (v[0].kind & (CS_T_ABSENT | CS_T_NULL))
+                or not (v[4].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[4]))
                 or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))
-                or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))
-                or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_ARRAY))):
+                or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))):
             return 0
-        if v[3].kind == CS_T_ARRAY and v[3].i:
-            # Read every entry before applying anything: one the reader cannot take sends the whole line on.
-            count = cs_items(v[3].p, v[3].n, starts, lens, 16)
-            if count < 0:
-                return 0
-            calls = []
-            for k in range(count):
-                if not cs_extract(starts[k], lens[k], _OLLAMA_CALL, 4, c) or not _is_object(&c[1]):
-                    return 0
-                calls.append((_value(&c[0]), _value(&c[2]), _value(&c[3])))
-                sent[k] = c[3]
-        if _is_true(&v[4]):
-            reason = _value(&v[6])
+        if _is_true(&v[3]):
+            reason = _value(&v[5])
             usage = {}
+            if v[6].kind != CS_T_ABSENT:
+                usage["prompt_eval_count"] = _value(&v[6])
             if v[7].kind != CS_T_ABSENT:
-                usage["prompt_eval_count"] = _value(&v[7])
-            if v[8].kind != CS_T_ABSENT:
-                usage["eval_count"] = _value(&v[8])
+                usage["eval_count"] = _value(&v[7])
         if v[1].kind == CS_T_STR and v[1].n:
             span = _span(&v[1])
             self._text_span(0, 0, &span)
         if v[2].kind == CS_T_STR and v[2].n:
             span = _span(&v[2])
             self._text_span(0, 1, &span)
-        if calls is not None:
-            keys = self._state.keys
-            for k in range(count):
-                call_id, name, arguments = calls[k]
-                # What _ollama.tool_call does with an entry whose function is an object: a key of its own.
-                self._take_whole(0, self._state.key(("call", len(keys))),
-                                 call_id if type(call_id) is str or type(call_id) is int else None,
-                                 name if type(name) is str else None, arguments, &sent[k])
         if usage is not None:
-            _ollama_finish(self, self._state, reason, usage)
+            self._ollama_done(reason, usage)
         return 1
+
+    cdef int _ollama_parsed(self, const unsigned char *data, Py_ssize_t n) except -1:
+        """Apply an Ollama line with tool calls from orjson's reading of it, as _ollama.handle does; 0 sends it the general way."""
+        cdef dict line, message, function
+        try:
+            obj = _loads((<const char *>data)[:n])
+        except ValueError:
+            return 0  # the general path reports it (or reads a lone surrogate escape its own way)
+        if type(obj) is not dict:
+            return 0
+        line = <dict>obj
+        message = line.get("message") if type(line.get("message")) is dict else None
+        calls = message.get("tool_calls") if message is not None else None
+        if line.get("error") is not None or type(calls) is not list:
+            return 0
+        for call in <list>calls:  # an entry that is not a whole call is the general path's to report
+            if type(call) is not dict or type((<dict>call).get("function")) is not dict:
+                return 0
+        text = message.get("content")
+        if type(text) is str and text:
+            self._text(0, 0, text)
+        text = message.get("thinking")
+        if type(text) is str and text:
+            self._text(0, 1, text)
+        state = self._state
+        keys = state.keys
+        for call in <list>calls:
+            function = (<dict>call)["function"]
+            call_id, name = (<dict>call).get("id"), function.get("name")
+            # What _ollama.tool_call does: each call gets a key of its own.
+            self._take_whole(0, state.key(("call", len(keys))),
+                             call_id if type(call_id) is str or type(call_id) is int else None,
+                             name if type(name) is str else None, function.get("arguments"))
+        if line.get("done") is True:
+            self._ollama_done(line.get("done_reason"),
+                              {k: line[k] for k in ("prompt_eval_count", "eval_count") if k in line})
+        return 1
+
+    cdef int _ollama_done(self, object reason, dict usage) except -1:
+        """What _ollama.finish does with the last line: its token counts, its reason, the end of every call."""
+        state = self._state
+        if usage:
+            state.usage = usage
+        state.finish(0, reason if type(reason) is str else "stop")
+        self._complete_all()
+        return 0
+
+    cdef int _complete_all(self) except -1:
+        """Hand over every call not yet handed over (what _complete(None, None) does)."""
+        cdef _Slot slot
+        for slot in self._slots:
+            if slot.call is None:
+                self._done.append(self._settle(slot, False))
+        return 0
 
     cdef int _raw_usage(self, const cs_val *v) except -1:
         """Keep a usage object as its JSON text (parsed once, when the result is built)."""
@@ -1518,7 +1548,7 @@ cdef class Accumulator:
         else:
             reason = "completed" if v[0].n == 18 else "incomplete"
         self._state.finish(0, reason)
-        self._complete(None, None)
+        self._complete_all()
         return 1
 
     cdef _Slot _item(self, const cs_val *key):
@@ -1866,6 +1896,8 @@ cdef class Accumulator:
         cdef _Slot s
         cdef _Text t
         self._end_of_stream()
+        if self._one_choice():
+            return self._build_one()
         calls = [(s.choice, s.seq, self._settle(s, True)) for s in self._slots]
         texts = {}
         for choice, parts in self._texts.items():
@@ -1880,6 +1912,38 @@ cdef class Accumulator:
                 out.append(t.buf)
             texts[choice] = tuple(out)
         return build_result(calls, texts, self._state)
+
+    cdef bint _one_choice(self):
+        """Tell whether choice 0 (the integer) is the only choice the stream spoke of (see build_result)."""
+        cdef _Slot s
+        for key in self._texts:
+            if type(key) is not int or key:
+                return False
+        for key in self._state.finish_reasons:
+            if type(key) is not int or key:
+                return False
+        for s in self._slots:
+            if type(s.choice) is not int or s.choice:
+                return False
+        return True
+
+    cdef object _build_one(self):
+        """Build the Result of a one-choice stream, as build_result does, without its grouping and calls."""
+        cdef _Slot s
+        cdef list parts = self._texts.get(0)
+        state = self._state
+        usage = state.usage
+        if type(usage) is RawJSON:
+            usage = _loads(memoryview(usage))  # orjson takes no bytes subclass
+        ordered = [self._settle(s, True) for s in self._slots]
+        if not ordered and parts is None and not state.finish_reasons:
+            return Result([], list(state.errors), state.complete, state.format, [], usage)
+        if parts is None:
+            choice = Choice(0, None, None, None, state.finish_reasons.get(0), ordered)
+        else:
+            choice = Choice(0, _text_of(parts[0]), _text_of(parts[1]), _text_of(parts[2]),
+                            state.finish_reasons.get(0), ordered)
+        return Result(list(ordered), list(state.errors), state.complete, state.format, [choice], usage)
 
     cdef object _settle(self, _Slot slot, bint final):
         """Return the slot's finished call, built once (again only if fragments came after it was built)."""
@@ -1900,7 +1964,8 @@ cdef class Accumulator:
         cdef _Slot slot
         cdef _ChoiceState cs
         if choice is None:
-            slots = self._slots
+            self._complete_all()
+            return
         else:
             cs = self._choices.get(choice)
             if cs is None:
@@ -1913,6 +1978,17 @@ cdef class Accumulator:
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
+
+
+cdef object _text_of(object part):
+    """Return a finished _Text as str (a pending surrogate kept as its escape), or None."""
+    cdef _Text t = <_Text>part
+    if part is None:
+        return None
+    if t.pending:
+        t.buf += escape_surrogate(t.pending).encode()
+        t.pending = 0
+    return PyUnicode_DecodeUTF8(PyByteArray_AS_STRING(t.buf), PyByteArray_GET_SIZE(t.buf), "replace")
 
 
 cdef bint _complete(_Slot slot):
