@@ -150,3 +150,40 @@ def test_mangled_ollama_streams(both, seed):
         pos = rng.randrange(len(body))
         body[pos:pos + rng.randint(0, 3)] = bytes(rng.choice(b'{}[]",:\n\r 0aZ\\\xc3') for _ in range(rng.randint(0, 3)))
     agree(both, bytes(body), seeds=range(2))
+
+
+def go_line(obj):
+    """Return a line as Ollama's server writes it: compact, fields in order, <, > and & escaped."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").encode() + b"\n"
+
+
+TEXTS = ["", "plain", "caf\u00e9 \u65e5\u672c \U0001f600", "<a & b>", "quote \" back \\ slash", "tab\tnew\nline",
+         "\u2028\u2029", "\x00\x1f", "}", "\",\"done\":true}"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_text_lines_in_the_server_shape(both, text):
+    lines = [go_line(message(content=text)), go_line(message(thinking=text)), go_line(message(content=text, thinking=text))]
+    result = agree(both, b"".join(lines) + go_line(DONE))
+    assert result.text == (text * 2 or None) and result.reasoning == (text * 2 or None)
+    assert not result.errors
+
+
+@pytest.mark.parametrize("bad", [
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"\xff"},"done":false}',    # not UTF-8
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"\x01"},"done":false}',    # raw control
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"\\ud83d"},"done":false}',  # lone half
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"\\x"},"done":false}',     # bad escape
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"a"},"done":false} ',     # trailing space
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"a"},"done":false}}',     # one brace more
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"a"},"done":true}',       # the last line
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"a","thinking":5},"done":false}',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","thinking":"b","content":"a"},"done":false}',
+    b'{"model":7,"created_at":"t","message":{"role":"assistant","content":"a"},"done":false}',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"a"},"done":false,"x":1}',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"a\xc3"},"done":false}',  # cut character
+])
+def test_lines_almost_in_the_server_shape(both, bad):
+    # Each is read the general way (or reported) exactly as the other twin does.
+    agree(both, go_line(message(content="x")) + bad + b"\n" + go_line(DONE))

@@ -80,6 +80,7 @@ cdef extern from "_chunkscan.h" nogil:
         int64_t i
     int cs_extract(const unsigned char *p, Py_ssize_t n, const cs_want *wants, int nwants, cs_val *out)
     int cs_items(const unsigned char *p, Py_ssize_t n, const unsigned char **starts, Py_ssize_t *lens, int max)
+    int cs_ollama_text(const unsigned char *p, Py_ssize_t n, cs_span *content, cs_span *thinking)
     const unsigned char *cs_find(const unsigned char *p, Py_ssize_t n, const char *text, Py_ssize_t tn, Py_ssize_t at)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
 
@@ -490,7 +491,7 @@ cdef class Accumulator:
     cdef object _event_name
     cdef bytes _event_raw  # the last event name as sent, and as str
     cdef object _event_text
-    cdef cs_chunk _chunk
+    cdef cs_chunk *_chunk  # the last chat chunk read in place (allocated for chat streams only: it is 4 KB)
     # The slot the last indexed fragment went to: a continuation of it needs no dict lookups.
     # Every _route clears it, since only _route changes which slot an index maps to.
     cdef _Slot _cache_slot
@@ -500,6 +501,7 @@ cdef class Accumulator:
 
     def __cinit__(self):
         self._data = NULL
+        self._chunk = NULL
 
     def __init__(self, format="openai-chat", limits=None):
         self._state = StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format))
@@ -523,6 +525,7 @@ cdef class Accumulator:
 
     def __dealloc__(self):
         PyMem_Free(self._data)
+        PyMem_Free(self._chunk)
 
     # ---------------------------------------------------------------- framing
 
@@ -962,7 +965,11 @@ cdef class Accumulator:
         cdef object event = self._event_name
         self._event_name = None
         if self._fmt == FMT_CHAT:
-            if event is None and cs_scan_chat_chunk(data, n, &self._chunk):
+            if self._chunk == NULL:
+                self._chunk = <cs_chunk *>PyMem_Malloc(sizeof(cs_chunk))
+                if self._chunk == NULL:
+                    raise MemoryError()
+            if event is None and cs_scan_chat_chunk(data, n, self._chunk):
                 self._apply_chunk()
                 return 0
         elif self._fmt != FMT_OTHER and event != "error" and self._fast_event(event, data, n):
@@ -1035,7 +1042,7 @@ cdef class Accumulator:
 
     cdef int _apply_chunk(self) except -1:
         """Apply a chunk the scanner fully understood: the same effects the general adapter has."""
-        cdef cs_chunk *c = &self._chunk
+        cdef cs_chunk *c = self._chunk
         cdef cs_choice *ch
         cdef cs_frag *f
         cdef int i, j
@@ -1432,6 +1439,14 @@ cdef class Accumulator:
 
     cdef int _ollama_line(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply an Ollama line as _ollama.handle does: text, whole calls, the last line; 0 sends it the general way."""
+        cdef cs_span content, thinking
+        if cs_ollama_text(data, n, &content, &thinking):
+            # Most lines: a piece of text in the shape the server always writes, read without the general reader.
+            if content.n:
+                self._text_span(0, 0, &content)
+            if thinking.n:
+                self._text_span(0, 1, &thinking)
+            return 1
         if cs_find(data, n, b'"tool_calls"', 12, 5) != NULL:
             # Its calls' arguments arrive as objects, which the calls keep: orjson reads the line once,
             # where reading it in place first would only scan the arguments more times.
@@ -1467,7 +1482,7 @@ cdef class Accumulator:
 
     cdef int _ollama_parsed(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply an Ollama line with tool calls from orjson's reading of it, as _ollama.handle does; 0 sends it the general way."""
-        cdef dict line, message, function
+        cdef dict line, message, function, keys
         try:
             obj = _loads((<const char *>data)[:n])
         except ValueError:
@@ -1488,14 +1503,16 @@ cdef class Accumulator:
         text = message.get("thinking")
         if type(text) is str and text:
             self._text(0, 1, text)
-        state = self._state
-        keys = state.keys
+        keys = self._state.keys
         for call in <list>calls:
             function = (<dict>call)["function"]
             call_id, name = (<dict>call).get("id"), function.get("name")
-            # What _ollama.tool_call does: each call gets a key of its own.
-            self._take_whole(0, state.key(("call", len(keys))),
-                             call_id if type(call_id) is str or type(call_id) is int else None,
+            # What _ollama.tool_call does: each call gets a key of its own (state.key, inline).
+            key = ("call", len(keys))
+            index = keys.get(key)
+            if index is None:
+                index = keys[key] = len(keys)
+            self._take_whole(0, index, call_id if type(call_id) is str or type(call_id) is int else None,
                              name if type(name) is str else None, function.get("arguments"))
         if line.get("done") is True:
             self._ollama_done(line.get("done_reason"),

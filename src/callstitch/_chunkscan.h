@@ -1314,6 +1314,47 @@ static inline int cs_items(const unsigned char *p, ptrdiff_t n, const unsigned c
     }
 }
 
+/* cs_ollama_text(p, n, content, thinking): read an Ollama chat line of the
+ * shape its server writes for streamed text, and nothing else:
+ *   {"model":S,"created_at":S,"message":{"role":S,"content":S[,"thinking":S]},"done":false}
+ * with no whitespace (Go's encoding/json writes struct fields in this order).
+ * Returns 1 with the two spans filled (thinking CS_ABSENT when not sent) when
+ * the whole line is exactly that, with every string valid; else 0, and the
+ * caller reads the line the general way.  Only a shortcut: it accepts no line
+ * that cs_extract would read differently. */
+static inline int cs_ollama_text(const unsigned char *p, ptrdiff_t n, cs_span *content, cs_span *thinking)
+{
+    const unsigned char *e = p + n, *q;
+    int esc;
+#define CS_OLIT(lit) \
+    if (e - p < (ptrdiff_t)sizeof(lit) - 1 || memcmp(p, lit, sizeof(lit) - 1) != 0) return 0; \
+    p += sizeof(lit) - 1
+#define CS_OSTR(span) \
+    esc = 0; \
+    q = cs_str(p, e, &esc); \
+    if (!q) return 0; \
+    if (span) { (span)->p = p; (span)->n = q - p; (span)->kind = CS_STR; (span)->has_esc = esc; } \
+    p = q + 1
+    CS_OLIT("{\"model\":\"");
+    CS_OSTR((cs_span *)NULL);
+    CS_OLIT(",\"created_at\":\"");
+    CS_OSTR((cs_span *)NULL);
+    CS_OLIT(",\"message\":{\"role\":\"");
+    CS_OSTR((cs_span *)NULL);
+    CS_OLIT(",\"content\":\"");
+    CS_OSTR(content);
+    thinking->kind = CS_ABSENT;
+    thinking->n = 0;
+    if (p < e && *p == ',') {
+        CS_OLIT(",\"thinking\":\"");
+        CS_OSTR(thinking);
+    }
+    CS_OLIT("},\"done\":false}");
+#undef CS_OLIT
+#undef CS_OSTR
+    return p == e;
+}
+
 /* cs_find(p, n, text, tn, at): the first place text[0..tn) occurs in p[0..n),
  * or NULL (memmem is not everywhere).  memchr looks for text[at], which the
  * caller picks as a byte rare in the data ('_' in "tool_calls", say), so that
