@@ -3,6 +3,7 @@
 import json
 import random
 
+import orjson
 import pytest
 
 from _formats import CALLS, build
@@ -187,3 +188,50 @@ def test_text_lines_in_the_server_shape(both, text):
 def test_lines_almost_in_the_server_shape(both, bad):
     # Each is read the general way (or reported) exactly as the other twin does.
     agree(both, go_line(message(content="x")) + bad + b"\n" + go_line(DONE))
+
+
+def go_call(name, arguments, call_id=None, index=None):
+    function = {"name": name, "arguments": arguments} if index is None else {"index": index, "name": name,
+                                                                              "arguments": arguments}
+    return {"function": function} if call_id is None else {"id": call_id, "function": function}
+
+
+ARGUMENTS = [{}, {"a": 1}, {"q": "<a & b>", "n": [1, [2, {"x": "}]\"["}]], "u": "\u00e9\U0001f600\\"},
+             {"f": 1.5, "e": -0.0, "big": 12345678901234567890}, {"dup": 1, "nested": {"dup": 2}},
+             {"s": "\u2028", "t": "\t\n"}]
+
+
+@pytest.mark.parametrize("arguments", ARGUMENTS)
+def test_call_lines_in_the_server_shape(both, arguments):
+    calls = [go_call("f", arguments), go_call("g", arguments, "call_1"), go_call("h", arguments, "call_2", 2),
+             go_call("", arguments, "", 3)]
+    body = go_line(message(content="a", tool_calls=calls)) + go_line(message(thinking="t", tool_calls=calls[:1]))
+    result = agree(both, body + go_line(DONE))
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
+        (None, "f", arguments), ("call_1", "g", arguments), ("call_2", "h", arguments), (None, None, arguments),
+        (None, "f", arguments)]
+    assert [c.raw_arguments for c in result.tool_calls] == [orjson.dumps(arguments).decode()] * 5
+    assert result.text == "a" and result.reasoning == "t" and not result.errors
+
+
+def deep(levels):
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize("arguments", [
+    b'{"a":"\xff"}', b'{"a":"\x01"}', b'{"a":"\\ud83d"}', b'{"a":"\\ud83d\\ude00"}', b'{"a":1,}', b'{"a":[1}]',
+    b'{"a":1}}', b'{"a":"b\\"}"}', b'{"a":"\\\\"}', b'{"a":NaN}', b'{"a":1e999}', b'{"a":-}', b'{"a" :1}',
+    b'{"a":' + deep(600).encode() + b'}', b'{"a":' + deep(1100).encode() + b'}', b'{"a":"unterminated}',
+])
+def test_call_lines_with_odd_arguments(both, arguments):
+    # Each is read the shortcut way, or the general way, or reported, exactly as the other twin does.
+    head = b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"","tool_calls":[{"function":'
+    body = head + b'{"name":"f","arguments":' + arguments + b'}}]},"done":false}\n'
+    agree(both, go_line(message(content="x")) + body + go_line(DONE), seeds=range(1))
+
+
+def test_many_calls_in_a_line_of_the_server_shape(both):
+    for count in (15, 16, 17, 40):
+        calls = [go_call(f"f{i}", {"i": i}, f"c{i}", i) for i in range(count)]
+        result = agree(both, go_line(message(tool_calls=calls)) + go_line(DONE), seeds=range(1))
+        assert [c.arguments for c in result.tool_calls] == [{"i": i} for i in range(count)]

@@ -80,7 +80,13 @@ cdef extern from "_chunkscan.h" nogil:
         int64_t i
     int cs_extract(const unsigned char *p, Py_ssize_t n, const cs_want *wants, int nwants, cs_val *out)
     int cs_items(const unsigned char *p, Py_ssize_t n, const unsigned char **starts, Py_ssize_t *lens, int max)
-    int cs_ollama_text(const unsigned char *p, Py_ssize_t n, cs_span *content, cs_span *thinking)
+    ctypedef struct cs_ocall:
+        cs_span id
+        cs_span name
+        const unsigned char *args
+        Py_ssize_t args_n
+    int cs_ollama_line(const unsigned char *p, Py_ssize_t n, cs_span *content, cs_span *thinking, cs_ocall *calls,
+                       int max)
     const unsigned char *cs_find(const unsigned char *p, Py_ssize_t n, const char *text, Py_ssize_t tn, Py_ssize_t at)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
 
@@ -1440,18 +1446,52 @@ cdef class Accumulator:
     cdef int _ollama_line(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply an Ollama line as _ollama.handle does: text, whole calls, the last line; 0 sends it the general way."""
         cdef cs_span content, thinking
-        if cs_ollama_text(data, n, &content, &thinking):
-            # Most lines: a piece of text in the shape the server always writes, read without the general reader.
+        cdef cs_ocall calls[16]
+        cdef int count = cs_ollama_line(data, n, &content, &thinking, calls, 16)
+        if count == 0:
+            # Most lines: a piece of text in the shape the server always writes.
             if content.n:
                 self._text_span(0, 0, &content)
             if thinking.n:
                 self._text_span(0, 1, &thinking)
             return 1
+        if count > 0:
+            return self._ollama_calls(&content, &thinking, calls, count)
         if cs_find(data, n, b'"tool_calls"', 12, 5) != NULL:
-            # Its calls' arguments arrive as objects, which the calls keep: orjson reads the line once,
-            # where reading it in place first would only scan the arguments more times.
+            # Calls in some other shape: orjson reads the line once, where reading it in place first
+            # would only scan the arguments more times.
             return self._ollama_parsed(data, n)
         return self._ollama_scanned(data, n)
+
+    cdef int _ollama_calls(self, const cs_span *content, const cs_span *thinking, const cs_ocall *calls,
+                           int count) except -1:
+        """Apply a line cs_ollama_line read, as _ollama.handle does; 0 when an arguments object is not JSON."""
+        cdef int k
+        cdef cs_val sent
+        cdef dict keys
+        values = []
+        for k in range(count):
+            try:
+                values.append(_loads((<const char *>calls[k].args)[:calls[k].args_n]))
+            except ValueError:
+                return 0  # the general path reports it (or reads a lone surrogate escape its own way)
+        if content.n:
+            self._text_span(0, 0, content)
+        if thinking.n:
+            self._text_span(0, 1, thinking)
+        keys = self._state.keys
+        sent.kind = CS_T_OTHER
+        sent.has_esc = 0
+        for k in range(count):
+            # What _ollama.tool_call does: each call gets a key of its own (state.key, inline).
+            key = ("call", len(keys))
+            index = keys.get(key)
+            if index is None:
+                index = keys[key] = len(keys)
+            sent.p = calls[k].args
+            sent.n = calls[k].args_n
+            self._take_whole(0, index, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], &sent)
+        return 1
 
     cdef int _ollama_scanned(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply an Ollama line without tool calls, read in place (text, the last line); 0 sends it the general way."""

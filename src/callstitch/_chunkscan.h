@@ -1314,27 +1314,94 @@ static inline int cs_items(const unsigned char *p, ptrdiff_t n, const unsigned c
     }
 }
 
-/* cs_ollama_text(p, n, content, thinking): read an Ollama chat line of the
- * shape its server writes for streamed text, and nothing else:
- *   {"model":S,"created_at":S,"message":{"role":S,"content":S[,"thinking":S]},"done":false}
- * with no whitespace (Go's encoding/json writes struct fields in this order).
- * Returns 1 with the two spans filled (thinking CS_ABSENT when not sent) when
- * the whole line is exactly that, with every string valid; else 0, and the
- * caller reads the line the general way.  Only a shortcut: it accepts no line
- * that cs_extract would read differently. */
-static inline int cs_ollama_text(const unsigned char *p, ptrdiff_t n, cs_span *content, cs_span *thinking)
+/* The closing quote of a string whose text starts at p, found without
+ * checking the text (escapes are only stepped over): for values that orjson
+ * parses next, which checks them.  NULL when the data ends first. */
+static inline const unsigned char *cs_str_end_loose(const unsigned char *p, const unsigned char *e)
+{
+    for (;;) {
+#ifdef CS_SSE2
+        while (e - p >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+            if (m) { p += (unsigned)__builtin_ctz(m); goto special; }
+            p += 16;
+        }
+#endif
+        while (p < e && *p != '"' && *p != '\\') p++;
+        if (p >= e) return NULL;
+#ifdef CS_SSE2
+special:
+#endif
+        if (*p == '"') return p;
+        p += 2;                                    /* a backslash and the byte it escapes */
+        if (p > e) return NULL;
+    }
+}
+
+/* The end of the object or array at p ('{' or '['), found by counting
+ * brackets outside strings, without checking anything else: orjson parses
+ * the span next and refuses what is not JSON.  NULL when the data ends first,
+ * or nests deeper than CS_LOOSE_DEPTH (well within orjson's own limit, which
+ * counts from the line's top, so that the span parses alone only if the line
+ * would). */
+#define CS_LOOSE_DEPTH 512
+static inline const unsigned char *cs_skip_loose(const unsigned char *p, const unsigned char *e)
+{
+    ptrdiff_t depth = 0;
+    for (; p < e; p++) {
+        switch (*p) {
+        case '"':
+            p = cs_str_end_loose(p + 1, e);
+            if (!p) return NULL;
+            break;
+        case '{': case '[':
+            if (++depth > CS_LOOSE_DEPTH) return NULL;
+            break;
+        case '}': case ']':
+            if (--depth == 0) return p + 1;
+            break;
+        default:
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* One entry of an Ollama line's message.tool_calls, as cs_ollama_calls finds it. */
+typedef struct {
+    cs_span id;                        /* CS_ABSENT when the entry has none */
+    cs_span name;
+    const unsigned char *args;         /* function.arguments, an object, as sent (not yet checked) */
+    ptrdiff_t args_n;
+} cs_ocall;
+
+/* cs_ollama_line(p, n, content, thinking, calls, max): read an Ollama chat
+ * line in the shape its server writes (Go's encoding/json: no whitespace,
+ * struct fields in order), carrying text, tool calls or both:
+ *   {"model":S,"created_at":S,"message":{"role":S,"content":S[,"thinking":S]
+ *    [,"tool_calls":[{["id":S,]"function":{["index":N,]"name":S,"arguments":{..}}},..]]},"done":false}
+ * Returns the number of calls (0 for a line of text) with the spans filled
+ * (thinking CS_ABSENT when not sent), or -1 when the line is anything else or
+ * has more than max calls: the caller then reads it the general way.  Every
+ * part is checked as cs_extract would check it except the arguments objects,
+ * which the caller must have orjson parse, falling back when one does not. */
+static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_span *content, cs_span *thinking,
+                                 cs_ocall *calls, int max)
 {
     const unsigned char *e = p + n, *q;
-    int esc;
+    int esc, count = 0;
 #define CS_OLIT(lit) \
-    if (e - p < (ptrdiff_t)sizeof(lit) - 1 || memcmp(p, lit, sizeof(lit) - 1) != 0) return 0; \
+    if (e - p < (ptrdiff_t)sizeof(lit) - 1 || memcmp(p, lit, sizeof(lit) - 1) != 0) return -1; \
     p += sizeof(lit) - 1
 #define CS_OSTR(span) \
     esc = 0; \
     q = cs_str(p, e, &esc); \
-    if (!q) return 0; \
+    if (!q) return -1; \
     if (span) { (span)->p = p; (span)->n = q - p; (span)->kind = CS_STR; (span)->has_esc = esc; } \
     p = q + 1
+#define CS_AT(lit) (e - p >= (ptrdiff_t)sizeof(lit) - 1 && memcmp(p, lit, sizeof(lit) - 1) == 0)
     CS_OLIT("{\"model\":\"");
     CS_OSTR((cs_span *)NULL);
     CS_OLIT(",\"created_at\":\"");
@@ -1345,14 +1412,54 @@ static inline int cs_ollama_text(const unsigned char *p, ptrdiff_t n, cs_span *c
     CS_OSTR(content);
     thinking->kind = CS_ABSENT;
     thinking->n = 0;
-    if (p < e && *p == ',') {
-        CS_OLIT(",\"thinking\":\"");
+    if (CS_AT(",\"thinking\":\"")) {
+        p += sizeof(",\"thinking\":\"") - 1;
         CS_OSTR(thinking);
+    }
+    if (CS_AT(",\"tool_calls\":[")) {
+        p += sizeof(",\"tool_calls\":[") - 1;
+        for (;;) {
+            cs_ocall *c;
+            if (count == max) return -1;
+            c = &calls[count++];
+            CS_OLIT("{");
+            c->id.kind = CS_ABSENT;
+            c->id.n = 0;
+            if (CS_AT("\"id\":\"")) {
+                p += sizeof("\"id\":\"") - 1;
+                CS_OSTR(&c->id);
+                CS_OLIT(",");
+            }
+            CS_OLIT("\"function\":{");
+            if (CS_AT("\"index\":")) {
+                p += sizeof("\"index\":") - 1;
+                p = cs_num(p, e);
+                if (!p) return -1;
+                CS_OLIT(",");
+            }
+            CS_OLIT("\"name\":\"");
+            CS_OSTR(&c->name);
+            CS_OLIT(",\"arguments\":");
+            if (p >= e || *p != '{') return -1;
+            q = cs_skip_loose(p, e);
+            if (!q) return -1;
+            c->args = p;
+            c->args_n = q - p;
+            p = q;
+            CS_OLIT("}}");
+            if (p < e && *p == ',') {
+                p++;
+                continue;
+            }
+            CS_OLIT("]");
+            break;
+        }
     }
     CS_OLIT("},\"done\":false}");
 #undef CS_OLIT
 #undef CS_OSTR
-    return p == e;
+#undef CS_AT
+    return p == e ? count : -1;
 }
 
 /* cs_find(p, n, text, tn, at): the first place text[0..tn) occurs in p[0..n),
