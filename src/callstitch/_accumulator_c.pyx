@@ -357,7 +357,7 @@ cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
 cdef object _route_framing = _framing.route
 cdef object _finish_framing = _framing.finish
-cdef object _close = _dispatch.close
+cdef dict _CLOSERS = _dispatch._CLOSERS
 cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
 cdef object _EVENTSTREAM = _framing.EVENTSTREAM
@@ -1001,7 +1001,7 @@ cdef class Accumulator:
         if not self._in_place:
             data = _finish_framing(self, self._state, _OWN_FRAMINGS)
             if data is None:
-                _close(self, self._state)
+                self._close_adapter()
                 return 0
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
@@ -1021,7 +1021,7 @@ cdef class Accumulator:
                 _framing.ends_inside(self._state, bytes(self._tail), self._offset)
                 self._offset += m
                 del self._tail[:]
-            _close(self, self._state)
+            self._close_adapter()
             return 0
         if self._nd:
             m = PyByteArray_GET_SIZE(self._tail)
@@ -1030,7 +1030,7 @@ cdef class Accumulator:
                 del self._tail[:]
                 self._nd_line(<const unsigned char *><char *>tail, m, self._offset)
                 self._offset += m
-            _close(self, self._state)
+            self._close_adapter()
             return 0
         self._skip_lf = False
         m = PyByteArray_GET_SIZE(self._tail)
@@ -1041,7 +1041,14 @@ cdef class Accumulator:
             self._offset += m
         if self._data_lines:
             self._dispatch_event()
-        _close(self, self._state)
+        self._close_adapter()
+        return 0
+
+    cdef int _close_adapter(self) except -1:
+        """What _dispatch.close does: let the format adapter hand over what it still holds."""
+        closer = _CLOSERS.get(self._state.format)
+        if closer is not None:
+            closer(self, self._state)
         return 0
 
     # ---------------------------------------------------------------- the fast path

@@ -1550,7 +1550,22 @@ static inline void cs_cstr(cs_cctx *c)
     *c->o++ = '"';
     for (;;) {
         const unsigned char *q = p;
-        while (*q != '"' && *q != '\\') q++;
+#ifdef CS_SSE2
+        while (c->e - q >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+            if (m) {
+                q += (unsigned)__builtin_ctz(m);
+                goto found;
+            }
+            q += 16;
+        }
+#endif
+        while (*q != '"' && *q != '\\') q++;     /* validated: a closing quote follows */
+#ifdef CS_SSE2
+found:
+#endif
         memcpy(c->o, p, (size_t)(q - p));
         c->o += q - p;
         p = q;
