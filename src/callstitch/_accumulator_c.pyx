@@ -1475,7 +1475,6 @@ cdef class Accumulator:
         """Apply a line cs_ollama_line read, as _ollama.handle does; 0 when an arguments object is not JSON."""
         cdef int k
         cdef cs_val sent
-        cdef dict keys
         values = []
         for k in range(count):
             try:
@@ -1486,18 +1485,13 @@ cdef class Accumulator:
             self._text_span(0, 0, content)
         if thinking.n:
             self._text_span(0, 1, thinking)
-        keys = self._state.keys
         sent.kind = CS_T_OTHER
         sent.has_esc = 0
         for k in range(count):
-            # What _ollama.tool_call does: each call gets a key of its own (state.key, inline).
-            key = ("call", len(keys))
-            index = keys.get(key)
-            if index is None:
-                index = keys[key] = len(keys)
             sent.p = calls[k].args
             sent.n = calls[k].args_n
-            self._take_whole(0, index, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], &sent)
+            self._take_whole(0, self._own_key(), _span_str(&calls[k].id), _span_str(&calls[k].name), values[k],
+                             &sent)
         return 1
 
     cdef int _ollama_scanned(self, const unsigned char *data, Py_ssize_t n) except -1:
@@ -1529,7 +1523,7 @@ cdef class Accumulator:
 
     cdef int _ollama_parsed(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply an Ollama line with tool calls from orjson's reading of it, as _ollama.handle does; 0 sends it the general way."""
-        cdef dict line, message, function, keys
+        cdef dict line, message, function
         try:
             obj = _loads((<const char *>data)[:n])
         except ValueError:
@@ -1550,21 +1544,24 @@ cdef class Accumulator:
         text = message.get("thinking")
         if type(text) is str and text:
             self._text(0, 1, text)
-        keys = self._state.keys
         for call in <list>calls:
             function = (<dict>call)["function"]
             call_id, name = (<dict>call).get("id"), function.get("name")
-            # What _ollama.tool_call does: each call gets a key of its own (state.key, inline).
-            key = ("call", len(keys))
-            index = keys.get(key)
-            if index is None:
-                index = keys[key] = len(keys)
-            self._take_whole(0, index, call_id if type(call_id) is str or type(call_id) is int else None,
+            self._take_whole(0, self._own_key(), call_id if type(call_id) is str or type(call_id) is int else None,
                              name if type(name) is str else None, function.get("arguments"))
         if line.get("done") is True:
             self._ollama_done(line.get("done_reason"),
                               {k: line[k] for k in ("prompt_eval_count", "eval_count") if k in line})
         return 1
+
+    cdef object _own_key(self):
+        """Return the slot index of a new call with a key of its own: _ollama.tool_call's state.key(("call", n))."""
+        cdef dict keys = self._state.keys
+        key = ("call", len(keys))
+        index = keys.get(key)
+        if index is None:
+            index = keys[key] = len(keys)
+        return index
 
     cdef int _ollama_done(self, object reason, dict usage) except -1:
         """What _ollama.finish does with the last line: its token counts, its reason, the end of every call."""
