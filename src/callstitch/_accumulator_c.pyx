@@ -87,6 +87,7 @@ cdef extern from "_chunkscan.h" nogil:
         Py_ssize_t args_n
     int cs_ollama_line(const unsigned char *p, Py_ssize_t n, cs_span *content, cs_span *thinking, cs_ocall *calls,
                        int max)
+    bint cs_same(const unsigned char *p, const char *lit, size_t n)
     const unsigned char *cs_find(const unsigned char *p, Py_ssize_t n, const char *text, Py_ssize_t tn, Py_ssize_t at)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
 
@@ -264,7 +265,7 @@ _COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end",
 
 cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
     """Tell whether a located value is the string text (compared as sent: escapes never match)."""
-    return v.kind == CS_T_STR and v.n == n and not v.has_esc and memcmp(v.p, text, n) == 0
+    return v.kind == CS_T_STR and v.n == n and not v.has_esc and cs_same(v.p, text, n)
 
 
 cdef object _span_str_v(const cs_val *v):
@@ -319,7 +320,7 @@ def _compact(bytes text):
 
 
 cdef inline bint _is_true(const cs_val *v):
-    return v.kind == CS_T_OTHER and v.n == 4 and memcmp(v.p, b"true", 4) == 0
+    return v.kind == CS_T_OTHER and v.n == 4 and cs_same(v.p, b"true", 4)
 
 
 cdef inline bint _is_object(const cs_val *v):
@@ -469,6 +470,7 @@ cdef class Accumulator:
     cdef bint _skipping  # dropping the rest of an over-long line
     cdef const unsigned char *_cr_free  # within the read being framed: no CR before this
     cdef bint _halting  # stop right after the stream's terminator (batch reprocessing)
+    cdef bint _ended_seen  # … and state.ended, read after each event that took the general path (only it sets it)
     cdef Py_ssize_t _halted_at  # where in the last fed data that happened, or -1
     cdef bint _dropping  # dropping the rest of an event that went over the limit
     cdef bint _auto
@@ -578,7 +580,7 @@ cdef class Accumulator:
         return self._halted_at
 
     cdef inline bint _ended(self):
-        return self._halting and self._state.ended
+        return self._halting and self._ended_seen
 
     cdef int _feed(self, const unsigned char *p, Py_ssize_t n) except -1:
         cdef const unsigned char *end
@@ -668,7 +670,7 @@ cdef class Accumulator:
             # The common event, one data line and a blank line (LF, or CRLF as Gemini sends),
             # read in place without a copy.
             k = 0
-            if m >= 5 and not self._data_lines and not self._dropping and memcmp(p, b"data:", 5) == 0:
+            if m >= 5 and not self._data_lines and not self._dropping and cs_same(p, b"data:", 5):
                 if nl[0] == b'\n' and nl + 1 < end and nl[1] == b'\n':
                     k = 2
                 elif (nl[0] == b'\r' and nl + 3 < end and nl[1] == b'\n' and nl[2] == b'\r'
@@ -903,7 +905,7 @@ cdef class Accumulator:
             return 0
         if self._dropping:
             return 0
-        if n >= 5 and memcmp(p, b"data:", 5) == 0:
+        if n >= 5 and cs_same(p, b"data:", 5):
             value = p + 5
             vn = n - 5
             if vn and value[0] == b' ':
@@ -925,9 +927,9 @@ cdef class Accumulator:
             if vn and value[0] == b' ':
                 value += 1
                 vn -= 1
-        if flen == 4 and memcmp(p, b"data", 4) == 0:
+        if flen == 4 and cs_same(p, b"data", 4):
             self._data_add(value, 0, pos)
-        elif flen == 5 and memcmp(p, b"event", 5) == 0:
+        elif flen == 5 and cs_same(p, b"event", 5):
             # Most streams name every event from a handful of names: reuse the last one's str.
             if not (self._event_raw is not None and len(self._event_raw) == vn
                     and memcmp(<const char *>self._event_raw, value, vn) == 0):
@@ -982,6 +984,8 @@ cdef class Accumulator:
             return 0
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
+        if self._halting:
+            self._ended_seen = self._state.ended
         if self._auto and self._state.format != "auto":
             # format="auto" has just learnt the format: the fast path applies from now on if it is chat.
             self._auto = False
@@ -1180,7 +1184,7 @@ cdef class Accumulator:
                 if v[1].kind != CS_T_STR:
                     return 0
                 return self._append_item(&v[1], &v[2])
-            if v[0].n > 9 and memcmp(v[0].p, b"response.", 9) == 0 and \
+            if v[0].n > 9 and cs_same(v[0].p, b"response.", 9) and \
                     (<const char *>v[0].p)[:v[0].n] not in _RESPONSES_HANDLED:
                 return 1  # created, in_progress, content parts …: the adapter lets them pass
             if (_is(&v[0], "response.function_call_arguments.done", 37) or _is(&v[0], "response.output_item.done", 25)
@@ -1711,6 +1715,8 @@ cdef class Accumulator:
         Return the calls this chunk completed, as feed() does.
         """
         _handle_object(self, self._state, obj)
+        if self._halting:
+            self._ended_seen = self._state.ended
         if not self._done:
             return []
         done = self._done

@@ -99,6 +99,38 @@ static inline uint64_t cs_load8(const unsigned char *p)
     return v;
 }
 
+/* Whether p[0..n) equals lit[0..n); n is a constant of the call site (a
+ * literal's length), so this unrolls into a few loads instead of a call to
+ * memcmp, which compilers do not always inline.  p must have n bytes. */
+static CS_ALWAYS_INLINE int cs_same(const unsigned char *p, const char *lit, size_t n)
+{
+    uint64_t a, b;
+    uint32_t x, y;
+    size_t i;
+    if (n >= 8) {
+        for (i = 0; i + 8 <= n; i += 8) {
+            memcpy(&a, p + i, 8);
+            memcpy(&b, lit + i, 8);
+            if (a != b) return 0;
+        }
+        if (i == n) return 1;
+        memcpy(&a, p + n - 8, 8);                   /* the last 8 bytes, overlapping */
+        memcpy(&b, lit + n - 8, 8);
+        return a == b;
+    }
+    if (n >= 4) {
+        memcpy(&x, p, 4);
+        memcpy(&y, lit, 4);
+        if (x != y) return 0;
+        memcpy(&x, p + n - 4, 4);
+        memcpy(&y, lit + n - 4, 4);
+        return x == y;
+    }
+    for (i = 0; i < n; i++)
+        if (p[i] != (unsigned char)lit[i]) return 0;
+    return 1;
+}
+
 /* High bit set in every byte that is '"', '\\', < 0x20 or >= 0x80.  The
  * lowest flagged byte is always a true hit (borrows only propagate upward). */
 static inline uint64_t cs_str_special(uint64_t v)
@@ -335,15 +367,15 @@ value:
         stk <<= 1;
         goto value;
     case 't':
-        if (e - p < 4 || memcmp(p, "true", 4) != 0) return NULL;
+        if (e - p < 4 || !cs_same(p, "true", 4)) return NULL;
         p += 4;
         break;
     case 'f':
-        if (e - p < 5 || memcmp(p, "false", 5) != 0) return NULL;
+        if (e - p < 5 || !cs_same(p, "false", 5)) return NULL;
         p += 5;
         break;
     case 'n':
-        if (e - p < 4 || memcmp(p, "null", 4) != 0) return NULL;
+        if (e - p < 4 || !cs_same(p, "null", 4)) return NULL;
         p += 4;
         break;
     default:
@@ -387,14 +419,14 @@ static inline const unsigned char *cs_skipv(const unsigned char *p, const unsign
         p = cs_str(p + 1, e, &esc);
         return p ? p + 1 : NULL;
     }
-    if (c == 'n') return (e - p >= 4 && memcmp(p, "null", 4) == 0) ? p + 4 : NULL;
+    if (c == 'n') return (e - p >= 4 && cs_same(p, "null", 4)) ? p + 4 : NULL;
     if (c - '0' < 10u || c == '-') return cs_num(p, e);
     return cs_skip(p, e, depth);
 }
 
 static inline int cs_is_null(const unsigned char *p, const unsigned char *e)
 {
-    return e - p >= 4 && memcmp(p, "null", 4) == 0;
+    return e - p >= 4 && cs_same(p, "null", 4);
 }
 
 /* string-or-null value into span (must be CS_ABSENT before: duplicate -> NULL) */
@@ -478,7 +510,7 @@ enum {
 /* Classify an escape-free key by its raw bytes. */
 static inline int cs_key_id(const unsigned char *k, ptrdiff_t kn)
 {
-#define CS_KEYIS(lit) (memcmp(k, lit, sizeof(lit) - 1) == 0)
+#define CS_KEYIS(lit) cs_same(k, lit, sizeof(lit) - 1)
     switch (kn) {
     case 2:  return CS_KEYIS("id") ? CS_K_ID : CS_K_OTHER;
     case 4:  return CS_KEYIS("name") ? CS_K_NAME : CS_K_OTHER;
@@ -541,7 +573,7 @@ static CS_ALWAYS_INLINE const unsigned char *cs_key(const unsigned char *p, cons
     if (p >= e || *p != '"') return NULL;
     if (CS_LIKELY(e - p >= 24)) {
 #define CS_LIT(lit, kid) \
-    if (memcmp(p + 1, lit "\"", sizeof(lit)) == 0) { q = p + sizeof(lit); *id = kid; goto have; }
+    if (cs_same(p + 1, lit "\"", sizeof(lit))) { q = p + sizeof(lit); *id = kid; goto have; }
         switch (p[1]) {
         case 'a': CS_LIT("arguments", CS_K_ARGS); break;
         case 'c': CS_LIT("content", CS_K_CONTENT); CS_LIT("choices", CS_K_CHOICES);
@@ -1393,7 +1425,7 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_span *c
     const unsigned char *e = p + n, *q;
     int esc, count = 0;
 #define CS_OLIT(lit) \
-    if (e - p < (ptrdiff_t)sizeof(lit) - 1 || memcmp(p, lit, sizeof(lit) - 1) != 0) return -1; \
+    if (e - p < (ptrdiff_t)sizeof(lit) - 1 || !cs_same(p, lit, sizeof(lit) - 1)) return -1; \
     p += sizeof(lit) - 1
 #define CS_OSTR(span) \
     esc = 0; \
@@ -1401,7 +1433,7 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_span *c
     if (!q) return -1; \
     if (span) { (span)->p = p; (span)->n = q - p; (span)->kind = CS_STR; (span)->has_esc = esc; } \
     p = q + 1
-#define CS_AT(lit) (e - p >= (ptrdiff_t)sizeof(lit) - 1 && memcmp(p, lit, sizeof(lit) - 1) == 0)
+#define CS_AT(lit) (e - p >= (ptrdiff_t)sizeof(lit) - 1 && cs_same(p, lit, sizeof(lit) - 1))
     CS_OLIT("{\"model\":\"");
     CS_OSTR((cs_span *)NULL);
     CS_OLIT(",\"created_at\":\"");
