@@ -235,3 +235,49 @@ def test_many_calls_in_a_line_of_the_server_shape(both):
         calls = [go_call(f"f{i}", {"i": i}, f"c{i}", i) for i in range(count)]
         result = agree(both, go_line(message(tool_calls=calls)) + go_line(DONE), seeds=range(1))
         assert [c.arguments for c in result.tool_calls] == [{"i": i} for i in range(count)]
+
+
+METRICS = ("total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration", "eval_count",
+           "eval_duration")
+
+
+def last_line(message_fields=None, reason="stop", **metrics):
+    obj = message(**(message_fields or {}))
+    obj["done"] = True
+    if reason is not None:
+        obj["done_reason"] = reason
+    obj.update(metrics)
+    return go_line(obj)
+
+
+@pytest.mark.parametrize("metrics", [
+    dict(zip(METRICS, (4883583458, 1334875, 212, 342546000, 38, 4535599000))),
+    {}, {"eval_count": 38}, {"prompt_eval_count": 212}, {"total_duration": 5, "eval_duration": 6},
+    {"prompt_eval_count": 1.5, "eval_count": -3}, {"prompt_eval_count": 123456789012345678901234, "eval_count": 1e5},
+    {"prompt_eval_count": 0, "eval_count": 9223372036854775808},
+])
+@pytest.mark.parametrize("reason", ["stop", "length", None, "", "q\"uo\\te \u00e9"])
+def test_last_lines_in_the_server_shape(both, metrics, reason):
+    result = agree(both, go_line(message(content="a")) + last_line(reason=reason, **metrics), seeds=range(1))
+    assert result.finish_reason == (reason if reason is not None else "stop") and result.complete
+    sent = orjson.loads(last_line(reason=reason, **metrics))  # the counts as a JSON reader gives them
+    usage = {k: sent[k] for k in ("prompt_eval_count", "eval_count") if k in sent}
+    assert result.usage == (usage or None)
+
+
+@pytest.mark.parametrize("last", [
+    last_line({"content": "end", "thinking": "t"}),                               # text on the last line
+    last_line({"tool_calls": [go_call("f", {"a": 1}, "c1", 0)]}),                 # a call on the last line
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"eval_count":1,'
+    b'"prompt_eval_count":2}\n',                                                   # counts out of order
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"eval_count":1,'
+    b'"eval_count":2}\n',                                                          # a count twice
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"extra":1}\n',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"eval_count":01}\n',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"eval_count":"1"}\n',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"done_reason":5}\n',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"eval_count":}\n',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true}',  # no LF at the end
+])
+def test_last_lines_in_and_out_of_the_server_shape(both, last):
+    agree(both, go_line(message(content="a", tool_calls=[go_call("g", {})])) + last, seeds=range(1))

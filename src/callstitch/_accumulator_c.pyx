@@ -85,8 +85,14 @@ cdef extern from "_chunkscan.h" nogil:
         cs_span name
         const unsigned char *args
         Py_ssize_t args_n
-    int cs_ollama_line(const unsigned char *p, Py_ssize_t n, cs_span *content, cs_span *thinking, cs_ocall *calls,
-                       int max)
+    ctypedef struct cs_oline:
+        cs_span content
+        cs_span thinking
+        int done
+        cs_span reason
+        cs_val prompt_eval_count
+        cs_val eval_count
+    int cs_ollama_line(const unsigned char *p, Py_ssize_t n, cs_oline *line, cs_ocall *calls, int max)
     bint cs_same(const unsigned char *p, const char *lit, size_t n)
     const unsigned char *cs_find(const unsigned char *p, Py_ssize_t n, const char *text, Py_ssize_t tn, Py_ssize_t at)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
@@ -1456,39 +1462,33 @@ cdef class Accumulator:
 
     cdef int _ollama_line(self, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply an Ollama line as _ollama.handle does: text, whole calls, the last line; 0 sends it the general way."""
-        cdef cs_span content, thinking
+        cdef cs_oline line
         cdef cs_ocall calls[16]
-        cdef int count = cs_ollama_line(data, n, &content, &thinking, calls, 16)
-        if count == 0:
-            # Most lines: a piece of text in the shape the server always writes.
-            if content.n:
-                self._text_span(0, 0, &content)
-            if thinking.n:
-                self._text_span(0, 1, &thinking)
-            return 1
-        if count > 0:
-            return self._ollama_calls(&content, &thinking, calls, count)
+        cdef int count = cs_ollama_line(data, n, &line, calls, 16)
+        if count >= 0:
+            # Nearly every line: in the shape the server always writes.
+            return self._ollama_read(&line, calls, count)
         if cs_find(data, n, b'"tool_calls"', 12, 5) != NULL:
             # Calls in some other shape: orjson reads the line once, where reading it in place first
             # would only scan the arguments more times.
             return self._ollama_parsed(data, n)
         return self._ollama_scanned(data, n)
 
-    cdef int _ollama_calls(self, const cs_span *content, const cs_span *thinking, const cs_ocall *calls,
-                           int count) except -1:
+    cdef int _ollama_read(self, const cs_oline *line, const cs_ocall *calls, int count) except -1:
         """Apply a line cs_ollama_line read, as _ollama.handle does; 0 when an arguments object is not JSON."""
         cdef int k
         cdef cs_val sent
+        cdef dict usage
         values = []
         for k in range(count):
             try:
                 values.append(_loads((<const char *>calls[k].args)[:calls[k].args_n]))
             except ValueError:
                 return 0  # the general path reports it (or reads a lone surrogate escape its own way)
-        if content.n:
-            self._text_span(0, 0, content)
-        if thinking.n:
-            self._text_span(0, 1, thinking)
+        if line.content.n:
+            self._text_span(0, 0, &line.content)
+        if line.thinking.n:
+            self._text_span(0, 1, &line.thinking)
         sent.kind = CS_T_OTHER
         sent.has_esc = 0
         for k in range(count):
@@ -1496,6 +1496,13 @@ cdef class Accumulator:
             sent.n = calls[k].args_n
             self._take_whole(0, self._own_key(), _span_str(&calls[k].id), _span_str(&calls[k].name), values[k],
                              &sent)
+        if line.done:
+            usage = {}
+            if line.prompt_eval_count.kind != CS_T_ABSENT:
+                usage["prompt_eval_count"] = _value(&line.prompt_eval_count)
+            if line.eval_count.kind != CS_T_ABSENT:
+                usage["eval_count"] = _value(&line.eval_count)
+            self._ollama_done(_span_str(&line.reason), usage)
         return 1
 
     cdef int _ollama_scanned(self, const unsigned char *data, Py_ssize_t n) except -1:

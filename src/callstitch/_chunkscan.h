@@ -1409,21 +1409,32 @@ typedef struct {
     ptrdiff_t args_n;
 } cs_ocall;
 
-/* cs_ollama_line(p, n, content, thinking, calls, max): read an Ollama chat
- * line in the shape its server writes (Go's encoding/json: no whitespace,
- * struct fields in order), carrying text, tool calls or both:
+/* What cs_ollama_line found in a line besides its calls. */
+typedef struct {
+    cs_span content, thinking;         /* message.content; message.thinking, CS_ABSENT when not sent */
+    int done;                          /* "done":true: the last line */
+    cs_span reason;                    /* done_reason, CS_ABSENT when not sent */
+    cs_val prompt_eval_count, eval_count;   /* kind CS_T_ABSENT when not sent; p/n the number as sent */
+} cs_oline;
+
+/* cs_ollama_line(p, n, line, calls, max): read an Ollama chat line in the
+ * shape its server writes (Go's encoding/json: no whitespace, struct fields
+ * in order, empty ones left out), carrying text, tool calls or both, or the
+ * last line with its counts:
  *   {"model":S,"created_at":S,"message":{"role":S,"content":S[,"thinking":S]
- *    [,"tool_calls":[{["id":S,]"function":{["index":N,]"name":S,"arguments":{..}}},..]]},"done":false}
- * Returns the number of calls (0 for a line of text) with the spans filled
- * (thinking CS_ABSENT when not sent), or -1 when the line is anything else or
- * has more than max calls: the caller then reads it the general way.  Every
- * part is checked as cs_extract would check it except the arguments objects,
- * which the caller must have orjson parse, falling back when one does not. */
-static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_span *content, cs_span *thinking,
-                                 cs_ocall *calls, int max)
+ *    [,"tool_calls":[{["id":S,]"function":{["index":N,]"name":S,"arguments":{..}}},..]]},
+ *    "done":false}  or  "done":true[,"done_reason":S][,"total_duration":N] … [,"eval_duration":N]}
+ * Returns the number of calls (0 for a line without) with line and calls
+ * filled, or -1 when the line is anything else or has more than max calls:
+ * the caller then reads it the general way.  Every part is checked as
+ * cs_extract would check it except the arguments objects, which the caller
+ * must have orjson parse, falling back when one does not. */
+static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *line, cs_ocall *calls, int max)
 {
+    static const char *const metrics[] = {"\"total_duration\":", "\"load_duration\":", "\"prompt_eval_count\":",
+                                          "\"prompt_eval_duration\":", "\"eval_count\":", "\"eval_duration\":"};
     const unsigned char *e = p + n, *q;
-    int esc, count = 0;
+    int esc, count = 0, k;
 #define CS_OLIT(lit) \
     if (e - p < (ptrdiff_t)sizeof(lit) - 1 || !cs_same(p, lit, sizeof(lit) - 1)) return -1; \
     p += sizeof(lit) - 1
@@ -1441,12 +1452,12 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_span *c
     CS_OLIT(",\"message\":{\"role\":\"");
     CS_OSTR((cs_span *)NULL);
     CS_OLIT(",\"content\":\"");
-    CS_OSTR(content);
-    thinking->kind = CS_ABSENT;
-    thinking->n = 0;
+    CS_OSTR(&line->content);
+    line->thinking.kind = CS_ABSENT;
+    line->thinking.n = 0;
     if (CS_AT(",\"thinking\":\"")) {
         p += sizeof(",\"thinking\":\"") - 1;
-        CS_OSTR(thinking);
+        CS_OSTR(&line->thinking);
     }
     if (CS_AT(",\"tool_calls\":[")) {
         p += sizeof(",\"tool_calls\":[") - 1;
@@ -1487,7 +1498,39 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_span *c
             break;
         }
     }
-    CS_OLIT("},\"done\":false}");
+    line->reason.kind = CS_ABSENT;
+    line->prompt_eval_count.kind = CS_T_ABSENT;
+    line->eval_count.kind = CS_T_ABSENT;
+    line->done = 0;
+    if (CS_AT("},\"done\":false}")) {
+        p += sizeof("},\"done\":false}") - 1;
+        return p == e ? count : -1;
+    }
+    CS_OLIT("},\"done\":true");
+    line->done = 1;
+    if (CS_AT(",\"done_reason\":\"")) {
+        p += sizeof(",\"done_reason\":\"") - 1;
+        CS_OSTR(&line->reason);
+    }
+    for (k = 0; k < 6; k++) {
+        size_t len = strlen(metrics[k]);
+        cs_val *v;
+        if (e - p < (ptrdiff_t)len + 1 || *p != ',' || !cs_same(p + 1, metrics[k], len)) continue;
+        p += 1 + len;
+        v = k == 2 ? &line->prompt_eval_count : k == 4 ? &line->eval_count : NULL;
+        q = p;
+        if (v) {
+            p = cs_xnum(p, e, v);
+            if (!p) return -1;
+            v->p = q;
+            v->n = p - q;
+            v->has_esc = 0;
+        } else {
+            p = cs_num(p, e);
+            if (!p) return -1;
+        }
+    }
+    CS_OLIT("}");
 #undef CS_OLIT
 #undef CS_OSTR
 #undef CS_AT
