@@ -7,7 +7,8 @@ argument string straight into its call's bytearray, creating no Python object pe
 event it does not fully understand goes to the shared general path (_dispatch, orjson).
 """
 
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE,
+                                 PyByteArray_Resize)
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -392,16 +393,8 @@ cdef class _Slot:
     cdef bint over  # its arguments reached Limits.call_bytes: the rest is dropped
     cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
 
-    def __cinit__(self, object choice, Py_ssize_t seq, Py_ssize_t position):
-        self.choice = choice
-        self.seq = seq
-        self.position = position
-        self.id = None
-        self.name = None
-        self.buf = bytearray()
-        self.cumulative = None
-        self.call = None
-        self.parsed = None
+    def __cinit__(self):
+        self.buf = PyByteArray_FromStringAndSize(NULL, 0)  # the other fields start as None and 0
 
 
 cdef class _ChoiceState:
@@ -1868,7 +1861,10 @@ cdef class Accumulator:
         if len(self._slots) >= self._max_calls:
             self._cap("calls")
             return None
-        slot = _Slot(choice, len(self._slots), cs.count)
+        slot = _Slot.__new__(_Slot)
+        slot.choice = choice
+        slot.seq = len(self._slots)
+        slot.position = cs.count
         cs.count += 1
         self._slots.append(slot)
         return slot

@@ -1558,14 +1558,15 @@ static inline const unsigned char *cs_find(const unsigned char *p, ptrdiff_t n, 
 /* compact re-encoding, as orjson.dumps(orjson.loads(text)) writes it        */
 /* ------------------------------------------------------------------------ */
 /*
- * cs_compact(p, n, out) writes the JSON value p[0..n), which cs_extract has
- * already validated (a value it located), the way orjson.dumps would write
+ * cs_compact(p, n, out) writes the JSON value p[0..n), already checked (a
+ * value cs_extract located, or one orjson parsed), the way orjson.dumps would write
  * orjson.loads of it: no whitespace, strings with only '"', '\\' and control
  * characters escaped (\b \t \n \f \r, else \u00xx), every other character as
  * UTF-8, "-0" as 0.  out must hold n bytes (the result is never longer).
  * Returns the length written, or -1 when the value holds what orjson would
- * write differently and this does not reproduce: a number with a fraction or
- * an exponent, an integer of 19 digits or more, an object with a duplicate
+ * write differently and this does not reproduce: a number with an exponent,
+ * or with a fraction and more than 15 significant digits or below 1e-4 (see
+ * cs_cfrac), an integer of 19 digits or more, an object with a duplicate
  * key, a key with an escape, more than CS_COMPACT_KEYS keys in one object.
  * The caller then serialises the parsed value itself.
  */
@@ -1717,6 +1718,36 @@ static int cs_carr(cs_cctx *c, int depth)
     }
 }
 
+/* A number with a fraction, s at its start and p at its '.'.  One of at most
+ * 15 significant digits and not below 1e-4 reads back as exactly those digits,
+ * which orjson writes the same way with the fraction's trailing zeros dropped
+ * (one digit kept): 12.340 -> 12.34, 1.00 -> 1.0.  Anything else is left to
+ * orjson (-1): more digits, an exponent, or a small number it writes as 1e-6. */
+static int cs_cfrac(cs_cctx *c, const unsigned char *s, const unsigned char *p)
+{
+    const unsigned char *ip = s + (*s == '-'), *f = p + 1, *fe = f, *last, *z;
+    ptrdiff_t sig;
+    while (fe < c->e && (unsigned)(*fe - '0') < 10u) fe++;
+    if (fe < c->e && (*fe == 'e' || *fe == 'E')) return -1;
+    last = fe;
+    while (last > f + 1 && last[-1] == '0') last--;
+    if (p - ip == 1 && *ip == '0') {                 /* 0.xxx: its digits start at the first non-zero */
+        for (z = f; z < last && *z == '0'; z++) {}
+        if (z < last && z - f > 3) return -1;         /* below 1e-4 */
+        sig = last - z;
+    } else {
+        sig = (p - ip) + (last - f);
+    }
+    if (sig > 15) return -1;
+    memcpy(c->o, s, (size_t)(p - s));
+    c->o += p - s;
+    *c->o++ = '.';
+    memcpy(c->o, f, (size_t)(last - f));
+    c->o += last - f;
+    c->p = fe;
+    return 0;
+}
+
 static int cs_cval(cs_cctx *c, int depth)
 {
     const unsigned char *p = c->p, *s;
@@ -1732,7 +1763,8 @@ static int cs_cval(cs_cctx *c, int depth)
         s = p;
         if (*p == '-') p++;
         while (p < c->e && (unsigned)(*p - '0') < 10u) p++;
-        if (p < c->e && (*p == '.' || *p == 'e' || *p == 'E')) return -1;   /* a float: orjson's repr */
+        if (p < c->e && (*p == 'e' || *p == 'E')) return -1;             /* an exponent: orjson's own form */
+        if (p < c->e && *p == '.') return cs_cfrac(c, s, p);
         if (p - s > 18) return -1;                                           /* may not fit 64 bits */
         if (p - s == 2 && s[0] == '-' && s[1] == '0') { *c->o++ = '0'; c->p = p; return 0; }
         memcpy(c->o, s, (size_t)(p - s));
