@@ -89,3 +89,17 @@ def test_mangled_streams(both, seed):
             data[pos:pos + rng.randint(0, 20)] = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 20)))
     agree(both, bytes(data), "bedrock", seeds=range(2))
     agree(both, bytes(data), "auto", seeds=range(1))
+
+
+@pytest.mark.parametrize("total", [0x5C000000, 0x01000010, 0x00000100])
+def test_a_sound_looking_prelude_inside_skipped_bytes(both, total):
+    # Damaged bytes that hold a prelude whose CRC matches: while skipping, only one with a zero first
+    # byte counts (_resync's test), however the reads are cut (found by fuzzing: a read ending inside
+    # the skipped bytes used to let the next read take a prelude the whole body skips).
+    head = struct.pack(">II", total, 20)
+    crafted = head + struct.pack(">I", __import__("zlib").crc32(head))
+    cut = message_starts(SOUND)[3]
+    body = SOUND[:cut] + b"\x00garbage" + crafted + b"more garbage" + SOUND[cut:]
+    result = agree(both, body, "bedrock")
+    assert [c.name for c in result.tool_calls] == [c.name for c in CALLS]
+    assert result.errors[0].kind == "malformed chunk" and result.errors[0].offset == cut

@@ -761,7 +761,8 @@ cdef class Accumulator:
         """Hand over every whole message in b (b[0] is at _offset); return how many bytes are done with."""
         cdef Py_ssize_t pos = 0, end, total, head
         while size - pos >= 12:
-            if not es_prelude_ok(b + pos):
+            # While skipping damaged bytes, a prelude must also start with a zero byte (as EventStreamFramer).
+            if not es_prelude_ok(b + pos) or (self._es_skipped >= 0 and b[pos] != 0):
                 if self._es_skipped < 0:
                     self._es_skipped = self._offset + pos
                 pos += 1  # search on for the next sound prelude

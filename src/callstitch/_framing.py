@@ -138,8 +138,11 @@ class EventStreamFramer:
         try:
             while size - pos >= _PRELUDE:
                 total, headers_len, prelude_crc = _PRELUDE_FIELDS.unpack_from(buf, pos)
+                # While skipping damaged bytes, a prelude must also pass _resync's test (a zero first
+                # byte), wherever a read happened to end: how the bytes were cut must not matter.
                 if not (_MIN_MESSAGE <= total and headers_len <= total - _MIN_MESSAGE
-                        and zlib.crc32(view[pos:pos + 8]) == prelude_crc):
+                        and zlib.crc32(view[pos:pos + 8]) == prelude_crc) or (
+                        self._skipped_from is not None and buf[pos] != 0):
                     if self._skipped_from is None:
                         self._skipped_from = self._offset + pos
                     pos = self._resync(buf, pos + 1)
