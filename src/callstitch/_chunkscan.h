@@ -99,8 +99,8 @@ static inline uint64_t cs_load8(const unsigned char *p)
     return v;
 }
 
-/* Whether p[0..n) equals lit[0..n); n is a constant of the call site (a
- * literal's length), so this unrolls into a few loads instead of a call to
+/* Whether p[0..n) equals lit[0..n).  Where n is a constant of the call site
+ * (a literal's length), this unrolls into a few loads instead of a call to
  * memcmp, which compilers do not always inline.  p must have n bytes. */
 static CS_ALWAYS_INLINE int cs_same(const unsigned char *p, const char *lit, size_t n)
 {
