@@ -12,20 +12,27 @@ OnCall = Callable[[ToolCall], Any]
 
 
 class _Tap:
-    """What tee and atee share: the accumulator, the callback, the result."""
+    """What tee and atee share: the chunks, the accumulator, the callback, the result."""
 
-    def __init__(self, format: str, on_call: OnCall | None, accumulator: Any, limits: Limits | None = None) -> None:
+    # One is made per stream a gateway passes on: slots and one __init__ keep that cheap.
+    __slots__ = ("_chunks", "_acc", "_on_call", "_result", "_handed")
+
+    def __init__(self, chunks: Any, format: str = "auto", on_call: OnCall | None = None, accumulator: Any = None,
+                 limits: Limits | None = None) -> None:
+        self._chunks = chunks
         self._acc = accumulator if accumulator is not None else Accumulator(format=format, limits=limits)
         self._on_call = on_call
         self._result: Result | None = None
-        self._handed: set[int] = set()  # ids of the calls on_call has had (the accumulator keeps them alive)
+        # ids of the calls on_call has had (the accumulator keeps them alive); made with the first one
+        self._handed: set[int] | None = None
 
-    def _take(self, chunk: Any) -> None:
-        calls = self._acc.feed(chunk)
-        if calls and self._on_call is not None:
-            for call in calls:
-                self._handed.add(id(call))
-                self._on_call(call)
+    def _hand(self, calls: list[ToolCall]) -> None:
+        """Give on_call the calls one chunk completed."""
+        if self._handed is None:
+            self._handed = set()
+        for call in calls:
+            self._handed.add(id(call))
+            self._on_call(call)  # type: ignore[misc]
 
     def _finish(self) -> None:
         if self._result is not None:
@@ -34,10 +41,11 @@ class _Tap:
         if self._on_call is not None:
             # Calls the protocol never closed (the stream ended, or the client left) are handed
             # over now, so every call reaches on_call once.
+            handed = self._handed or ()
             for call in self._result.tool_calls:
-                if id(call) not in self._handed:
+                if id(call) not in handed:
                     self._on_call(call)
-        self._handed.clear()
+        self._handed = None
 
     @property
     def result(self) -> Result:
@@ -50,15 +58,15 @@ class _Tap:
 class Tee(_Tap):
     """An iterable that yields a stream's chunks unchanged while feeding an accumulator."""
 
-    def __init__(self, chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = None,
-                 accumulator: Any = None, limits: Limits | None = None) -> None:
-        super().__init__(format, on_call, accumulator, limits)
-        self._chunks = chunks
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[bytes]:
+        feed, hand = self._acc.feed, self._on_call is not None  # looked up once: this runs per chunk
         try:
             for chunk in self._chunks:
-                self._take(chunk)
+                calls = feed(chunk)
+                if calls and hand:
+                    self._hand(calls)
                 yield chunk
         finally:  # also when the consumer stops early (a client that disconnects)
             close = getattr(self._chunks, "close", None)
@@ -70,15 +78,15 @@ class Tee(_Tap):
 class ATee(_Tap):
     """An async iterable that yields a stream's chunks unchanged while feeding an accumulator."""
 
-    def __init__(self, chunks: AsyncIterable[bytes], format: str = "auto", on_call: OnCall | None = None,
-                 accumulator: Any = None, limits: Limits | None = None) -> None:
-        super().__init__(format, on_call, accumulator, limits)
-        self._chunks = chunks
+    __slots__ = ()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        feed, hand = self._acc.feed, self._on_call is not None  # looked up once: this runs per chunk
         try:
             async for chunk in self._chunks:
-                self._take(chunk)
+                calls = feed(chunk)
+                if calls and hand:
+                    self._hand(calls)
                 yield chunk
         finally:
             close = getattr(self._chunks, "aclose", None)
