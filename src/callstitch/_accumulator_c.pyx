@@ -17,13 +17,14 @@ from libc.string cimport memchr, memcmp, memcpy, memmove
 
 from . import _dispatch, _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
-                        Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
-                        raise_first_error)
+                        Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
+                        only_first_choice, parses, raise_first_error)
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
-from ._results import Choice, Result, ToolCall
+from ._results import ToolCall
 from ._state import RawJSON, StreamState
 from . import _anthropic, _gemini
 from ._gemini import _VALUE_KEYS
+from ._ollama import finish as _ollama_finish
 from ._text import argument_bytes, encode_fragment, escape_surrogate
 from orjson import dumps as _dumps, loads as _loads
 
@@ -95,7 +96,6 @@ cdef extern from "_chunkscan.h" nogil:
         cs_val eval_count
     int cs_ollama_line(const unsigned char *p, Py_ssize_t n, cs_oline *line, cs_ocall *calls, int max)
     bint cs_same(const unsigned char *p, const char *lit, size_t n)
-    const unsigned char *cs_find(const unsigned char *p, Py_ssize_t n, const char *text, Py_ssize_t tn, Py_ssize_t at)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
 
 cdef extern from "_eventstream.h" nogil:
@@ -129,7 +129,6 @@ cdef cs_want _GEMINI[8]
 cdef cs_want _GEMINI_PIECE[12]
 cdef cs_want _GEMINI_PART[8]
 cdef cs_want _GEMINI_ENTRY[8]
-cdef cs_want _OLLAMA[8]
 
 
 cdef void _want(cs_want *w, const char *a, const char *b=NULL, const char *c=NULL, const char *d=NULL,
@@ -248,15 +247,6 @@ _want(&_GEMINI_ENTRY[4], "nullValue")
 _want(&_GEMINI_ENTRY[5], "structValue")
 _want(&_GEMINI_ENTRY[6], "listValue")
 _want(&_GEMINI_ENTRY[7], "willContinue")
-# ollama: a line of message text, of whole calls, or the last line (done, its reason and token counts)
-_want(&_OLLAMA[0], "error")
-_want(&_OLLAMA[1], "message", "content")
-_want(&_OLLAMA[2], "message", "thinking")
-_want(&_OLLAMA[3], "done")
-_want(&_OLLAMA[4], "message")
-_want(&_OLLAMA[5], "done_reason")
-_want(&_OLLAMA[6], "prompt_eval_count")
-_want(&_OLLAMA[7], "eval_count")
 
 _FORMAT_CODES = {"openai-chat": FMT_CHAT, "openai-responses": FMT_RESPONSES, "anthropic": FMT_ANTHROPIC,
                  "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE, "gemini": FMT_GEMINI, "ollama": FMT_OLLAMA}
@@ -365,7 +355,7 @@ cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
 cdef object _route_framing = _framing.route
 cdef object _finish_framing = _framing.finish
-cdef dict _CLOSERS = _dispatch._CLOSERS
+cdef object _close = _dispatch.close
 cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
 cdef object _EVENTSTREAM = _framing.EVENTSTREAM
@@ -715,7 +705,7 @@ cdef class Accumulator:
             nl = <const unsigned char *>memchr(p, b'\n', end - p)
             if nl == NULL:
                 self._tail.extend((<const char *>p)[:end - p])
-                return self._check_line_tail()
+                return self._check_tail()
             self._tail.extend((<const char *>p)[:nl - p])
             m = PyByteArray_GET_SIZE(self._tail)
             self._nd_line(<const unsigned char *>PyByteArray_AS_STRING(self._tail), m, self._offset)
@@ -726,7 +716,7 @@ cdef class Accumulator:
             nl = <const unsigned char *>memchr(p, b'\n', end - p)
             if nl == NULL:
                 self._tail.extend((<const char *>p)[:end - p])
-                return self._check_line_tail()
+                return self._check_tail()
             m = nl - p
             self._nd_line(p, m, self._offset)
             self._offset += m + 1
@@ -816,16 +806,6 @@ cdef class Accumulator:
             _framing.not_an_event(self._state, headers, kind, (<const char *>payload)[:pn], offset)
         return 0
 
-    cdef int _check_line_tail(self) except -1:
-        """Drop an unfinished NDJSON line once it is over Limits.event_bytes, and skip to its end."""
-        cdef Py_ssize_t m = PyByteArray_GET_SIZE(self._tail)
-        if m > self._max_event:
-            line_dropped(self._state, self._max_event, self._offset)
-            self._offset += m
-            del self._tail[:]
-            self._skipping = True
-        return 0
-
     cdef int _nd_line(self, const unsigned char *p, Py_ssize_t n, Py_ssize_t pos) except -1:
         """Handle one NDJSON line (without its LF): dropped when too long, skipped when blank."""
         cdef Py_ssize_t k
@@ -840,14 +820,18 @@ cdef class Accumulator:
         return 0
 
     cdef int _check_tail(self) except -1:
-        """Drop the line being received when it is over Limits.event_bytes, and skip to its end."""
+        """Drop the line being received when it is over Limits.event_bytes, and skip to its end.
+
+        An SSE line takes its event with it; an NDJSON line is the whole event.
+        """
         cdef Py_ssize_t m = PyByteArray_GET_SIZE(self._tail)
         if m > self._max_event:
             line_dropped(self._state, self._max_event, self._offset)
             self._offset += m
             del self._tail[:]
             self._skipping = True
-            self._drop_event()
+            if not self._nd:
+                self._drop_event()
         return 0
 
     cdef int _drop_event(self) except -1:
@@ -1005,7 +989,7 @@ cdef class Accumulator:
         if not self._in_place:
             data = _finish_framing(self, self._state, _OWN_FRAMINGS)
             if data is None:
-                self._close_adapter()
+                _close(self, self._state)
                 return 0
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
@@ -1025,7 +1009,7 @@ cdef class Accumulator:
                 _framing.ends_inside(self._state, bytes(self._tail), self._offset)
                 self._offset += m
                 del self._tail[:]
-            self._close_adapter()
+            _close(self, self._state)
             return 0
         if self._nd:
             m = PyByteArray_GET_SIZE(self._tail)
@@ -1034,7 +1018,7 @@ cdef class Accumulator:
                 del self._tail[:]
                 self._nd_line(<const unsigned char *><char *>tail, m, self._offset)
                 self._offset += m
-            self._close_adapter()
+            _close(self, self._state)
             return 0
         self._skip_lf = False
         m = PyByteArray_GET_SIZE(self._tail)
@@ -1045,14 +1029,7 @@ cdef class Accumulator:
             self._offset += m
         if self._data_lines:
             self._dispatch_event()
-        self._close_adapter()
-        return 0
-
-    cdef int _close_adapter(self) except -1:
-        """What _dispatch.close does: let the format adapter hand over what it still holds."""
-        closer = _CLOSERS.get(self._state.format)
-        if closer is not None:
-            closer(self, self._state)
+        _close(self, self._state)
         return 0
 
     # ---------------------------------------------------------------- the fast path
@@ -1455,24 +1432,14 @@ cdef class Accumulator:
         return building.put(text, _VALUE_KEYS[k - 1], _value(&entry[k]), more)
 
     cdef int _ollama_line(self, const unsigned char *data, Py_ssize_t n) except -1:
-        """Apply an Ollama line as _ollama.handle does: text, whole calls, the last line; 0 sends it the general way."""
+        """Apply an Ollama line in the shape its server writes, as _ollama.handle does; 0 sends it the general way."""
         cdef cs_oline line
         cdef cs_ocall calls[16]
         cdef int count = cs_ollama_line(data, n, &line, calls, 16)
-        if count >= 0:
-            # Nearly every line: in the shape the server always writes.
-            return self._ollama_read(&line, calls, count)
-        if cs_find(data, n, b'"tool_calls"', 12, 5) != NULL:
-            # Calls in some other shape: orjson reads the line once, where reading it in place first
-            # would only scan the arguments more times.
-            return self._ollama_parsed(data, n)
-        return self._ollama_scanned(data, n)
-
-    cdef int _ollama_read(self, const cs_oline *line, const cs_ocall *calls, int count) except -1:
-        """Apply a line cs_ollama_line read, as _ollama.handle does; 0 when an arguments object is not JSON."""
         cdef int k
         cdef cs_val sent
-        cdef dict usage
+        if count < 0:
+            return 0
         values = []
         for k in range(count):
             try:
@@ -1483,99 +1450,23 @@ cdef class Accumulator:
             self._text_span(0, 0, &line.content)
         if line.thinking.n:
             self._text_span(0, 1, &line.thinking)
+        state = self._state
         sent.kind = CS_T_OTHER
         sent.has_esc = 0
         for k in range(count):
             sent.p = calls[k].args
             sent.n = calls[k].args_n
-            self._take_whole(0, self._own_key(), _span_str(&calls[k].id), _span_str(&calls[k].name), values[k],
-                             &sent)
+            # What _ollama.tool_call does: each call gets a key of its own.
+            self._take_whole(0, state.key(("call", len(state.keys))), _span_str(&calls[k].id),
+                             _span_str(&calls[k].name), values[k], &sent)
         if line.done:
             usage = {}
             if line.prompt_eval_count.kind != CS_T_ABSENT:
                 usage["prompt_eval_count"] = _value(&line.prompt_eval_count)
             if line.eval_count.kind != CS_T_ABSENT:
                 usage["eval_count"] = _value(&line.eval_count)
-            self._ollama_done(_span_str(&line.reason), usage)
+            _ollama_finish(self, state, _span_str(&line.reason), usage)
         return 1
-
-    cdef int _ollama_scanned(self, const unsigned char *data, Py_ssize_t n) except -1:
-        """Apply an Ollama line without tool calls, read in place (text, the last line); 0 sends it the general way."""
-        cdef cs_val *v = self._vals
-        cdef cs_span span
-        cdef object reason = None, usage = None
-        if (not cs_extract(data, n, _OLLAMA, 8, v) or not (v[0].kind & (CS_T_ABSENT | CS_T_NULL))
-                or not (v[4].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[4]))
-                or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))
-                or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR))):
-            return 0
-        if _is_true(&v[3]):
-            reason = _value(&v[5])
-            usage = {}
-            if v[6].kind != CS_T_ABSENT:
-                usage["prompt_eval_count"] = _value(&v[6])
-            if v[7].kind != CS_T_ABSENT:
-                usage["eval_count"] = _value(&v[7])
-        if v[1].kind == CS_T_STR and v[1].n:
-            span = _span(&v[1])
-            self._text_span(0, 0, &span)
-        if v[2].kind == CS_T_STR and v[2].n:
-            span = _span(&v[2])
-            self._text_span(0, 1, &span)
-        if usage is not None:
-            self._ollama_done(reason, usage)
-        return 1
-
-    cdef int _ollama_parsed(self, const unsigned char *data, Py_ssize_t n) except -1:
-        """Apply an Ollama line with tool calls from orjson's reading of it, as _ollama.handle does; 0 sends it the general way."""
-        cdef dict line, message, function
-        try:
-            obj = _loads((<const char *>data)[:n])
-        except ValueError:
-            return 0  # the general path reports it (or reads a lone surrogate escape its own way)
-        if type(obj) is not dict:
-            return 0
-        line = <dict>obj
-        message = line.get("message") if type(line.get("message")) is dict else None
-        calls = message.get("tool_calls") if message is not None else None
-        if line.get("error") is not None or type(calls) is not list:
-            return 0
-        for call in <list>calls:  # an entry that is not a whole call is the general path's to report
-            if type(call) is not dict or type((<dict>call).get("function")) is not dict:
-                return 0
-        text = message.get("content")
-        if type(text) is str and text:
-            self._text(0, 0, text)
-        text = message.get("thinking")
-        if type(text) is str and text:
-            self._text(0, 1, text)
-        for call in <list>calls:
-            function = (<dict>call)["function"]
-            call_id, name = (<dict>call).get("id"), function.get("name")
-            self._take_whole(0, self._own_key(), call_id if type(call_id) is str or type(call_id) is int else None,
-                             name if type(name) is str else None, function.get("arguments"))
-        if line.get("done") is True:
-            self._ollama_done(line.get("done_reason"),
-                              {k: line[k] for k in ("prompt_eval_count", "eval_count") if k in line})
-        return 1
-
-    cdef object _own_key(self):
-        """Return the slot index of a new call with a key of its own: _ollama.tool_call's state.key(("call", n))."""
-        cdef dict keys = self._state.keys
-        key = ("call", len(keys))
-        index = keys.get(key)
-        if index is None:
-            index = keys[key] = len(keys)
-        return index
-
-    cdef int _ollama_done(self, object reason, dict usage) except -1:
-        """What _ollama.finish does with the last line: its token counts, its reason, the end of every call."""
-        state = self._state
-        if usage:
-            state.usage = usage
-        state.finish(0, reason if type(reason) is str else "stop")
-        self._complete_all()
-        return 0
 
     cdef int _complete_all(self) except -1:
         """Hand over every call not yet handed over (what _complete(None, None) does)."""
@@ -1967,9 +1858,6 @@ cdef class Accumulator:
         cdef _Slot s
         cdef _Text t
         self._end_of_stream()
-        if self._one_choice():
-            return self._build_one()
-        calls = [(s.choice, s.seq, self._settle(s, True)) for s in self._slots]
         texts = {}
         for choice, parts in self._texts.items():
             out = []
@@ -1982,39 +1870,10 @@ cdef class Accumulator:
                     t.pending = 0
                 out.append(t.buf)
             texts[choice] = tuple(out)
-        return build_result(calls, texts, self._state)
-
-    cdef bint _one_choice(self):
-        """Tell whether choice 0 (the integer) is the only choice the stream spoke of (see build_result)."""
-        cdef _Slot s
-        for key in self._texts:
-            if type(key) is not int or key:
-                return False
-        for key in self._state.finish_reasons:
-            if type(key) is not int or key:
-                return False
-        for s in self._slots:
-            if type(s.choice) is not int or s.choice:
-                return False
-        return True
-
-    cdef object _build_one(self):
-        """Build the Result of a one-choice stream, as build_result does, without its grouping and calls."""
-        cdef _Slot s
-        cdef list parts = self._texts.get(0)
-        state = self._state
-        usage = state.usage
-        if type(usage) is RawJSON:
-            usage = _loads(memoryview(usage))  # orjson takes no bytes subclass
-        ordered = [self._settle(s, True) for s in self._slots]
-        if not ordered and parts is None and not state.finish_reasons:
-            return Result([], list(state.errors), state.complete, state.format, [], usage)
-        if parts is None:
-            choice = Choice(0, None, None, None, state.finish_reasons.get(0), ordered)
-        else:
-            choice = Choice(0, _text_of(parts[0]), _text_of(parts[1]), _text_of(parts[2]),
-                            state.finish_reasons.get(0), ordered)
-        return Result(list(ordered), list(state.errors), state.complete, state.format, [choice], usage)
+        if only_first_choice(texts, self._state.finish_reasons, [s.choice for s in self._slots]):
+            # The common case, one choice: no (choice, seq, call) tuples to group.
+            return one_choice_result([self._settle(s, True) for s in self._slots], texts.get(0), self._state)
+        return build_result([(s.choice, s.seq, self._settle(s, True)) for s in self._slots], texts, self._state)
 
     cdef object _settle(self, _Slot slot, bint final):
         """Return the slot's finished call, built once (again only if fragments came after it was built)."""
@@ -2049,17 +1908,6 @@ cdef class Accumulator:
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
-
-
-cdef object _text_of(object part):
-    """Return a finished _Text as str (a pending surrogate kept as its escape), or None."""
-    cdef _Text t = <_Text>part
-    if part is None:
-        return None
-    if t.pending:
-        t.buf += escape_surrogate(t.pending).encode()
-        t.pending = 0
-    return PyUnicode_DecodeUTF8(PyByteArray_AS_STRING(t.buf), PyByteArray_GET_SIZE(t.buf), "replace")
 
 
 cdef bint _complete(_Slot slot):

@@ -1537,23 +1537,6 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *
     return p == e ? count : -1;
 }
 
-/* cs_find(p, n, text, tn, at): the first place text[0..tn) occurs in p[0..n),
- * or NULL (memmem is not everywhere).  memchr looks for text[at], which the
- * caller picks as a byte rare in the data ('_' in "tool_calls", say), so that
- * it does most of the work. */
-static inline const unsigned char *cs_find(const unsigned char *p, ptrdiff_t n, const char *text, ptrdiff_t tn,
-                                           ptrdiff_t at)
-{
-    const unsigned char *s = p + at, *last = p + n - tn + at;   /* where text[at] may be */
-    while (s <= last) {
-        const unsigned char *q = (const unsigned char *)memchr(s, (unsigned char)text[at], (size_t)(last - s + 1));
-        if (!q) return NULL;
-        if (memcmp(q - at, text, (size_t)tn) == 0) return q - at;
-        s = q + 1;
-    }
-    return NULL;
-}
-
 /* ------------------------------------------------------------------------ */
 /* compact re-encoding, as orjson.dumps(orjson.loads(text)) writes it        */
 /* ------------------------------------------------------------------------ */

@@ -153,17 +153,8 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
     texts: choice -> [content, reasoning, refusal] as bytes or None.
     """
     reasons = state.finish_reasons
-    usage = state.usage
-    if type(usage) is RawJSON:
-        usage = orjson.loads(memoryview(usage))  # orjson takes no bytes subclass
-    if _only_first_choice(texts, reasons, calls):
-        # The common case, one choice (or none): no grouping, no sorting.
-        if not calls and not texts and not reasons:
-            return Result([], list(state.errors), state.complete, state.format, [], usage)
-        ordered = [call for _choice, _seq, call in calls]
-        content, reasoning, refusal = texts.get(0, _NO_TEXT)
-        choice = Choice(0, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(0), ordered)
-        return Result(list(ordered), list(state.errors), state.complete, state.format, [choice], usage)
+    if only_first_choice(texts, reasons, [choice for choice, _seq, _call in calls]):
+        return one_choice_result([call for _choice, _seq, call in calls], texts.get(0), state)
     by_choice: dict[int, list] = {}
     for choice, _seq, call in calls:  # already in order of first appearance
         group = by_choice.get(choice)
@@ -181,24 +172,40 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
         ordered += group
         content, reasoning, refusal = texts.get(k, _NO_TEXT)
         choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(k), group))
-    return Result(ordered, list(state.errors), state.complete, state.format, choices, usage)
+    return Result(ordered, list(state.errors), state.complete, state.format, choices, _usage(state))
+
+
+def one_choice_result(calls: list[ToolCall], texts: tuple | None, state: Any) -> Result:
+    """Build the Result of a stream that spoke only of choice 0, the common case: no grouping, no sorting.
+
+    calls: its finished calls in order; texts: its (content, reasoning, refusal) as bytes or None, or None.
+    """
+    usage = _usage(state)
+    if not calls and texts is None and not state.finish_reasons:
+        return Result([], list(state.errors), state.complete, state.format, [], usage)
+    content, reasoning, refusal = texts or _NO_TEXT
+    choice = Choice(0, _decode(content), _decode(reasoning), _decode(refusal), state.finish_reasons.get(0), calls)
+    return Result(list(calls), list(state.errors), state.complete, state.format, [choice], usage)
 
 
 _NO_TEXT = (None, None, None)
 
 
-def _only_first_choice(texts: dict, reasons: dict, calls: list[tuple]) -> bool:
-    """Tell whether choice 0 (the integer) is the only choice the stream spoke of."""
-    for key in texts:
-        if type(key) is not int or key:
-            return False
-    for key in reasons:
-        if type(key) is not int or key:
-            return False
-    for call in calls:
-        if type(call[0]) is not int or call[0]:
-            return False
+def only_first_choice(texts: dict, reasons: dict, call_choices: list) -> bool:
+    """Tell whether choice 0 (the integer) is the only choice the stream spoke of (texts, reasons, calls)."""
+    for keys in (texts, reasons, call_choices):
+        for key in keys:
+            if type(key) is not int or key:
+                return False
     return True
+
+
+def _usage(state: Any) -> Any:
+    """Return the usage as sent (kept as JSON text by the compiled path until now)."""
+    usage = state.usage
+    if type(usage) is RawJSON:
+        usage = orjson.loads(memoryview(usage))  # orjson takes no bytes subclass
+    return usage
 
 
 def _decode(data: bytes | None) -> str | None:

@@ -289,7 +289,7 @@ def make_framer(kind: str, acc: Any, state: Any) -> Any:
 def route(acc: Any, state: Any, data: bytes, own: tuple = (SSE,)) -> bytes | None:
     """Feed bytes that the twin does not frame itself; return them when it does after all.
 
-    own: the framings the twin frames in place (SSE for both; the compiled twin NDJSON too).
+    own: the framings the twin frames in place (SSE for both; the compiled twin all three).
     Called only while the framing is unknown or is not one of those.
     """
     if state.framing is None:
