@@ -7,7 +7,9 @@ import bz2
 import glob
 import gzip
 import lzma
+import multiprocessing
 import os
+import subprocess
 import sys
 
 import orjson
@@ -174,6 +176,37 @@ def test_jobs_keep_the_order(tmp_path, monkeypatch):
     parallel = list(callstitch.reassemble_many(paths, jobs=2))
     assert parallel == serial
     assert len({r["source"] for r in serial}) == len(FORMATS)
+
+
+def test_jobs_beside_another_thread_start_no_fork(tmp_path, monkeypatch):
+    # A fork taken while another thread holds a lock can hang the child (Python 3.12 warns of it).
+    import threading
+    import warnings
+    monkeypatch.setattr(_batch, "RANGE", 20000)
+    paths = [_write(tmp_path, f"{i}.sse", b"".join(_bodies("openai-chat", n=10, seed=i))) for i in range(3)]
+    serial = list(callstitch.reassemble_many(paths, jobs=1))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            assert _batch._pool_context().get_start_method() != "fork"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            parallel = list(callstitch.reassemble_many(paths, jobs=2))
+    finally:
+        stop.set()
+        other.join()
+    assert parallel == serial
+
+
+def test_jobs_alone_in_the_process_keep_the_platform_start():
+    # A fresh interpreter runs one thread: the pool starts its workers the platform's usual way.
+    code = ("import multiprocessing; from callstitch import _batch; "
+            "print(_batch._pool_context().get_start_method(), multiprocessing.get_start_method())")
+    ours, platform = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                    timeout=60).stdout.split()
+    assert ours == platform
 
 
 # -- containers -------------------------------------------------------------------------------

@@ -825,7 +825,7 @@ class Batch:
         inflight = self._jobs * 3
         # Imported here: it brings in multiprocessing, which nothing else needs (20 ms at every start).
         from concurrent.futures import ProcessPoolExecutor
-        with ProcessPoolExecutor(self._jobs) as pool:
+        with ProcessPoolExecutor(self._jobs, mp_context=_pool_context()) as pool:
             pending: deque = deque()
             try:
                 for what, item in plan:
@@ -907,3 +907,18 @@ def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field
     """
     return Batch(sources, format=format, field=field, jobs=jobs, container=container, on_problem=on_problem,
                  limits=limits)
+
+
+def _pool_context() -> Any:
+    """Return how to start the worker processes: the platform's way, but never fork beside other threads.
+
+    fork is the quickest start and is safe while this process runs one thread; a fork taken while
+    other threads hold locks can hang the child, so then the workers come from a fork server.
+    """
+    import multiprocessing
+    import threading
+    context = multiprocessing.get_context()
+    if (context.get_start_method() == "fork" and threading.active_count() > 1
+            and "forkserver" in multiprocessing.get_all_start_methods()):
+        context = multiprocessing.get_context("forkserver")
+    return context
