@@ -200,6 +200,21 @@ def test_jobs_beside_another_thread_start_no_fork(tmp_path, monkeypatch):
     assert parallel == serial
 
 
+def test_threads_a_c_library_started_count_too():
+    # pyarrow's compute functions start a thread pool that the threading module does not list.
+    pytest.importorskip("pyarrow")
+    code = ("import threading, pyarrow as pa, pyarrow.compute as pc; from callstitch import _batch; "
+            "pc.sum(pa.array([1, 2])); "
+            "print(threading.active_count(), _batch._thread_count(), _batch._pool_context().get_start_method())")
+    python_threads, threads, start = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                    check=True, timeout=60).stdout.split()
+    assert python_threads == "1"
+    if threads == "1":
+        pytest.skip("this pyarrow started no thread")
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        assert start == "forkserver"
+
+
 def test_jobs_alone_in_the_process_keep_the_platform_start():
     # A fresh interpreter runs one thread: the pool starts its workers the platform's usual way.
     code = ("import multiprocessing; from callstitch import _batch; "

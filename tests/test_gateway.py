@@ -555,20 +555,21 @@ def test_uvicorn_examples_gateway_app_in_a_subprocess(upstream, tmp_path, twin):
                     await asyncio.gather(*(read_then_leave(client, url, f"rss{k}", {"capture": DISCONNECT, "seed": k,
                                                                                     "pause_at": 300 + k % 900}, 300 + k % 900)
                                            for k in range(base, base + 25)))
-        # Two windows of 200 after a warm-up of 200: a leak of the per-stream state (a few KB) grows
-        # both by far more than the tolerance; a one-off arena the allocator takes grows only one.
+        # Windows of 200 after a warm-up of 200: a leak of the per-stream state (a few KB) grows every
+        # one by far more than the tolerance. The server stack itself (both twins alike) grows in humps
+        # that can last a few windows on Python 3.13 before they settle, so one window must stay flat.
         upstream.fake.record = False
         try:
             run(leave(200, 0))
             rss = [rss_kib(proc.pid)]
-            for window in range(2):
+            for window in range(6):
                 run(leave(200, 200 * (window + 1)), timeout=60)
                 time.sleep(0.1)
                 rss.append(rss_kib(proc.pid))
         finally:
             upstream.fake.record = True
         growth = [b - a for a, b in zip(rss, rss[1:])]
-        assert min(growth) < 512, f"RSS grew {growth} KiB over two windows of 200 disconnects (from {rss[0]} KiB)"
+        assert min(growth) < 512, f"RSS grew {growth} KiB over windows of 200 disconnects (from {rss[0]} KiB)"
     finally:
         proc.terminate()
         try:

@@ -916,9 +916,17 @@ def _pool_context() -> Any:
     other threads hold locks can hang the child, so then the workers come from a fork server.
     """
     import multiprocessing
-    import threading
     context = multiprocessing.get_context()
-    if (context.get_start_method() == "fork" and threading.active_count() > 1
+    if (context.get_start_method() == "fork" and _thread_count() > 1
             and "forkserver" in multiprocessing.get_all_start_methods()):
         context = multiprocessing.get_context("forkserver")
     return context
+
+
+def _thread_count() -> int:
+    """Return how many threads this process runs, those of C libraries (pyarrow's pool, say) included."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:  # no /proc: the threads Python started are what can be seen
+        import threading
+        return threading.active_count()
