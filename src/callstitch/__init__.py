@@ -1,6 +1,7 @@
 """callstitch: reassemble the tool calls that LLM APIs stream as fragments."""
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from ._accumulator import IMPLEMENTATION, Accumulator
 from ._api import make_reassemble
@@ -11,6 +12,10 @@ from ._results import ArgumentsError, Choice, Result, StreamError, ToolCall
 __version__ = "0.1.0"
 
 reassemble = make_reassemble(Accumulator)
+
+if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers and editors
+    from ._tee import atee, tee
+    from ._toolset import Problem, Toolset, Verdict
 
 # Imported on first use: the command line and batch workers start faster without them.
 _LAZY = {"Toolset": "_toolset", "Problem": "_toolset", "Verdict": "_toolset", "tee": "_tee", "atee": "_tee"}
