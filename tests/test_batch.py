@@ -254,6 +254,37 @@ def test_jsonl_log_string_and_chunk_bodies(twin, tmp_path):
     assert batch.summary.failed
 
 
+def test_with_a_field_plain_bodies_beside_logs_are_read_as_bodies(twin, tmp_path, monkeypatch):
+    # The README's reassemble_many(["captures/", "logs/*.jsonl.gz"], field=...): a directory of
+    # captures next to the logs. A file that plainly is a body (SSE, the AWS event stream) has no
+    # field to look up: it is read as a body, not reported line by line as "not JSON".
+    monkeypatch.setattr(_batch, "RANGE", 5000)  # the large SSE file goes in ranges
+    chat = _bodies("openai-chat", n=20)
+    (tmp_path / "captures").mkdir()
+    sse = _write(tmp_path, "captures/chat.sse", b"\xef\xbb\xbf" + b"".join(chat))
+    es_name = "bedrock__pydantic-ai__converse-nova-tool.eventstream"
+    es = _write(tmp_path, "captures/nova.eventstream", open(os.path.join(CAPTURES, es_name), "rb").read())
+    comment = _write(tmp_path, "captures/comment.sse", b": keep-alive\n\n" + chat[0])
+    log = _write(tmp_path, "log.jsonl", b"".join(orjson.dumps({"response": {"body": b.decode()}}) + b"\n"
+                                                 for b in chat[:3]))
+    problems = []
+    batch = callstitch.reassemble_many([str(tmp_path / "captures"), log], field="response.body", jobs=1,
+                                       on_problem=lambda *a: problems.append(a))
+    records = list(batch)
+    assert problems == []
+    by_source = {}
+    for r in records:
+        by_source.setdefault(r.pop("source"), []).append(r)
+    assert [{k: v for k, v in r.items() if k != "stream"} for r in by_source[sse]] == [
+        {k: v for k, v in r.items() if k not in ("source", "stream")} for r in _expected(twin, chat, sse)]
+    assert [r["name"] for r in by_source[es]] == [
+        c.name for c in twin.reassemble(open(os.path.join(CAPTURES, es_name), "rb").read(), format="auto").tool_calls]
+    assert len(by_source[comment]) == len(twin.reassemble(chat[0]).tool_calls)
+    assert [r["stream"] for r in by_source[log]] == sorted(r["stream"] for r in by_source[log])
+    assert len(by_source[log]) == sum(len(twin.reassemble(b).tool_calls) for b in chat[:3])
+    assert not batch.summary.errors and not batch.summary.failed
+
+
 def test_jsonl_ranges(twin, tmp_path, monkeypatch):
     bodies = _bodies("anthropic", n=30)
     text = b"".join(orjson.dumps({"b": b.decode()}) + b"\n" for b in bodies)

@@ -51,6 +51,9 @@ CONTAINERS = ("auto", "body", "jsonl", "har")
 
 _CONTENT = re.compile(rb"[^ \t\r\n]")
 _HAR_HEAD = re.compile(rb'\s*\{\s*"log"\s*:')
+# How a response body starts and a JSON lines log never does: an SSE field or comment line, or
+# the zero byte of an AWS event-stream prelude. (Ollama's NDJSON body starts like a log: "{".)
+_BODY_HEAD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*(?:(?:data|event|id|retry)?:|\x00)")
 _STREAM_MIME = ("event-stream", "ndjson", "eventstream", "jsonl", "x-amz-json")
 
 
@@ -205,10 +208,10 @@ def run_task(task: Task) -> Outcome:
         return out.outcome(task.size)
     try:
         kind = task.kind
-        if kind.startswith("auto"):  # "auto-jsonl" with a --field: a log unless it is a HAR file
+        if kind.startswith("auto"):
             head = _peek(reader)
             reader = _Prefixed(head, reader)
-            kind = "har" if _HAR_HEAD.match(head) else "jsonl" if kind == "auto-jsonl" else "body"
+            kind = _container(kind, head)
         if kind == "har":
             _har(task, reader, out)
         elif kind == "jsonl":
@@ -225,6 +228,15 @@ def run_task(task: Task) -> Outcome:
         except Exception:  # noqa: BLE001 - a failed close must not hide the outcome
             pass
     return out.outcome(task.size)
+
+
+def _container(kind: str, head: bytes) -> str:
+    """Return what a file left to its first bytes holds ("auto", or "auto-jsonl" with a --field)."""
+    if _HAR_HEAD.match(head):
+        return "har"
+    if kind == "auto-jsonl" and not _BODY_HEAD.match(head):
+        return "jsonl"  # with a --field, a log: unless the file plainly is a response body
+    return "body"
 
 
 def _peek(reader: Any) -> bytes:
@@ -792,10 +804,10 @@ class Batch:
             yield whole
             return
         if kind.startswith("auto"):
-            if _HAR_HEAD.match(head):
+            kind = _container(kind, head)
+            if kind == "har":
                 yield whole
                 return
-            kind = "jsonl" if kind == "auto-jsonl" else "body"
         split = None
         if kind == "body":
             fmt, framing = detect(head, self._format)
