@@ -256,8 +256,8 @@ def test_jsonl_log_string_and_chunk_bodies(twin, tmp_path):
 
 def test_with_a_field_plain_bodies_beside_logs_are_read_as_bodies(twin, tmp_path, monkeypatch):
     # The README's reassemble_many(["captures/", "logs/*.jsonl.gz"], field=...): a directory of
-    # captures next to the logs. A file that plainly is a body (SSE, the AWS event stream) has no
-    # field to look up: it is read as a body, not reported line by line as "not JSON".
+    # captures next to the logs. A file that plainly is a body (SSE, the AWS event stream, an
+    # Ollama stream without the field) is read as a body, not reported line by line.
     monkeypatch.setattr(_batch, "RANGE", 5000)  # the large SSE file goes in ranges
     chat = _bodies("openai-chat", n=20)
     (tmp_path / "captures").mkdir()
@@ -265,6 +265,8 @@ def test_with_a_field_plain_bodies_beside_logs_are_read_as_bodies(twin, tmp_path
     es_name = "bedrock__pydantic-ai__converse-nova-tool.eventstream"
     es = _write(tmp_path, "captures/nova.eventstream", open(os.path.join(CAPTURES, es_name), "rb").read())
     comment = _write(tmp_path, "captures/comment.sse", b": keep-alive\n\n" + chat[0])
+    ollama = _bodies("ollama", n=3)
+    ndjson = _write(tmp_path, "captures/ollama.ndjson", b"".join(ollama))  # starts with "{", as a log does
     log = _write(tmp_path, "log.jsonl", b"".join(orjson.dumps({"response": {"body": b.decode()}}) + b"\n"
                                                  for b in chat[:3]))
     problems = []
@@ -280,6 +282,8 @@ def test_with_a_field_plain_bodies_beside_logs_are_read_as_bodies(twin, tmp_path
     assert [r["name"] for r in by_source[es]] == [
         c.name for c in twin.reassemble(open(os.path.join(CAPTURES, es_name), "rb").read(), format="auto").tool_calls]
     assert len(by_source[comment]) == len(twin.reassemble(chat[0]).tool_calls)
+    assert [r["arguments"] for r in by_source[ndjson]] == [
+        c.arguments for b in ollama for c in twin.reassemble(b, format="ollama").tool_calls]
     assert [r["stream"] for r in by_source[log]] == sorted(r["stream"] for r in by_source[log])
     assert len(by_source[log]) == sum(len(twin.reassemble(b).tool_calls) for b in chat[:3])
     assert not batch.summary.errors and not batch.summary.failed

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import orjson
 
+from . import _ollama
 from ._accumulator import Accumulator
 from ._dispatch import check_format
 from ._framing import EVENTSTREAM, SSE, choose
@@ -211,7 +212,7 @@ def run_task(task: Task) -> Outcome:
         if kind.startswith("auto"):
             head = _peek(reader)
             reader = _Prefixed(head, reader)
-            kind = _container(kind, head)
+            kind = _container(kind, head, task.field)
         if kind == "har":
             _har(task, reader, out)
         elif kind == "jsonl":
@@ -230,13 +231,23 @@ def run_task(task: Task) -> Outcome:
     return out.outcome(task.size)
 
 
-def _container(kind: str, head: bytes) -> str:
+def _container(kind: str, head: bytes, field: tuple[str, ...] | None) -> str:
     """Return what a file left to its first bytes holds ("auto", or "auto-jsonl" with a --field)."""
     if _HAR_HEAD.match(head):
         return "har"
-    if kind == "auto-jsonl" and not _BODY_HEAD.match(head):
+    if kind == "auto-jsonl" and not _BODY_HEAD.match(head) and not _ollama_body(head, field):
         return "jsonl"  # with a --field, a log: unless the file plainly is a response body
     return "body"
+
+
+def _ollama_body(head: bytes, field: tuple[str, ...] | None) -> bool:
+    """Tell whether a file starts with a line of Ollama's stream that has no --field: a body, not a log."""
+    line = head.split(b"\n", 1)[0]
+    try:
+        first = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return _ollama.claims(None, first) and _get(first, field or ()) is None
 
 
 def _peek(reader: Any) -> bytes:
@@ -804,7 +815,7 @@ class Batch:
             yield whole
             return
         if kind.startswith("auto"):
-            kind = _container(kind, head)
+            kind = _container(kind, head, self._field)
             if kind == "har":
                 yield whole
                 return
