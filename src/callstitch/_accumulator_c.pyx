@@ -495,6 +495,7 @@ cdef class Accumulator:
     cdef _ChoiceState _cache_cs
     cdef int64_t _cache_choice
     cdef int64_t _cache_index
+    cdef Py_ssize_t _wholes  # calls that arrived whole: each is keyed -1, -2, … (no protocol index is)
 
     def __cinit__(self):
         self._data = NULL
@@ -1387,11 +1388,10 @@ cdef class Accumulator:
                 _gemini.start_call(self, state, choice, _span_str_v(&part[3]), _value(&part[4]), streamed,
                                    None if streamed else _value(&part[5]))
                 return 0
-            # A whole call with nothing open before it: what start_call and _emit do, a key of its own.
+            # A whole call with nothing open before it: what start_call and _emit do.
             call_id = _value(&part[4])
-            self._take_whole(choice, state.key(("call", choice, len(state.keys))),
-                             call_id if type(call_id) is str else None, _span_str_v(&part[3]), _value(&part[5]),
-                             &part[5])
+            self._take_whole(choice, call_id if type(call_id) is str else None, _span_str_v(&part[3]),
+                             _value(&part[5]), &part[5])
             return 0
         building = self._gemini_open(choice)
         if building is None:
@@ -1456,9 +1456,7 @@ cdef class Accumulator:
         for k in range(count):
             sent.p = calls[k].args
             sent.n = calls[k].args_n
-            # What _ollama.tool_call does: each call gets a key of its own.
-            self._take_whole(0, state.key(("call", len(state.keys))), _span_str(&calls[k].id),
-                             _span_str(&calls[k].name), values[k], &sent)
+            self._take_whole(0, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], &sent)
         if line.done:
             usage = {}
             if line.prompt_eval_count.kind != CS_T_ABSENT:
@@ -1640,18 +1638,20 @@ cdef class Accumulator:
             return
         self._append(slot, data)
 
-    def _whole(self, choice, key, call_id, name, arguments):
-        """Take a call that arrived whole (Ollama, Gemini) and hand it over.
+    def _whole(self, choice, call_id, name, arguments):
+        """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
         arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
         its compact JSON again.
         """
-        self._take_whole(choice, key, call_id, name, arguments)
+        self._take_whole(choice, call_id, name, arguments)
 
-    cdef int _take_whole(self, object choice, object key, object call_id, object name, object arguments,
+    cdef int _take_whole(self, object choice, object call_id, object name, object arguments,
                          const cs_val *sent=NULL) except -1:
         """_whole; sent: where the reader found the arguments' text, when it did."""
         cdef _Slot slot
+        self._wholes -= 1
+        key = self._wholes
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
             self._fragment(choice, key, call_id, name, arguments)
             self._complete(choice, key)

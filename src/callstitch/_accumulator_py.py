@@ -85,6 +85,7 @@ class Accumulator:
         self._sse = self._state.framing == _framing.SSE
         self._result: Result | None = None
         self._done: list[ToolCall] = []  # calls completed since feed last returned
+        self._wholes = 0          # calls that arrived whole: each is keyed -1, -2, … (no protocol index is)
         # SSE framing state
         self._tail = b""          # an incomplete line carried to the next feed
         self._more: list[bytes] = []  # later reads that continue the tail line, not yet joined
@@ -474,12 +475,14 @@ class Accumulator:
             return
         self._append(slot, data)
 
-    def _whole(self, choice: int, key: int, call_id: Any, name: str | None, arguments: Any) -> None:
-        """Take a call that arrived whole (Ollama, Gemini) and hand it over.
+    def _whole(self, choice: int, call_id: Any, name: str | None, arguments: Any) -> None:
+        """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
         arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
         its compact JSON again.
         """
+        self._wholes -= 1
+        key = self._wholes
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
             self._fragment(choice, key, call_id, name, arguments)
         else:

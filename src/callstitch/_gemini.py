@@ -86,7 +86,7 @@ def start_call(acc: Any, state: Any, choice: int, name: str, call_id: Any, strea
     if streamed:
         state.notes.setdefault("open", {})[choice] = _Builder(name, call_id if type(call_id) is str else None)
     else:
-        _emit(acc, state, choice, call_id, name, args)
+        _emit(acc, choice, call_id, name, args)
 
 
 def open_call(state: Any, choice: int) -> _Builder | None:
@@ -100,10 +100,9 @@ def unusable(state: Any, entry: Any, offset: int | None, call: Any) -> None:
     state.error("unexpected shape", f"unusable partialArgs entry {entry!r}", offset, call)
 
 
-def _emit(acc: Any, state: Any, choice: int, call_id: Any, name: str, args: Any) -> None:
-    # Every Gemini call is its own: give it a key of its own within the choice.
-    key = state.key(("call", choice, len(state.keys)))
-    acc._whole(choice, key, call_id if type(call_id) is str else None, name, args)
+def _emit(acc: Any, choice: int, call_id: Any, name: str, args: Any) -> None:
+    # Every Gemini call is its own, however its id and name compare with those before it.
+    acc._whole(choice, call_id if type(call_id) is str else None, name, args)
 
 
 def close_open(acc: Any, state: Any, choice: int) -> None:
@@ -111,7 +110,7 @@ def close_open(acc: Any, state: Any, choice: int) -> None:
     open_calls = state.notes.get("open")
     building = None if open_calls is None else open_calls.pop(choice, None)
     if building is not None:
-        _emit(acc, state, choice, building.id, building.name, building.text())
+        _emit(acc, choice, building.id, building.name, building.text())
 
 
 def finish_choice(acc: Any, state: Any, choice: int, reason: str) -> None:

@@ -40,9 +40,8 @@ def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
         state.error("unexpected shape", "a tool call without a function", offset, call)
         return
     name, call_id = function.get("name"), call.get("id")
-    # Each call arrives whole, its arguments an object (taken as the value): it gets a key of its own.
-    key = state.key(("call", len(state.keys)))
-    acc._whole(0, key, call_id if type(call_id) in (str, int) else None, name if type(name) is str else None,
+    # Each call arrives whole, its arguments an object (taken as the value): a call of its own.
+    acc._whole(0, call_id if type(call_id) in (str, int) else None, name if type(name) is str else None,
                function.get("arguments"))
 
 
