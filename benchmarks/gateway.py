@@ -10,7 +10,9 @@ Two measurements, printed with the machine, Python and package versions:
    each gateway process's CPU time (user + system, from /proc); the ratio of the totals is
    printed, per round and overall. Target: atee / plain <= 1.05. A cross-check times, in process,
    what atee adds per event over the very same events, against the plain gateway's CPU per event.
-   ``--python-twin`` adds a third gateway on the pure-Python twin (CALLSTITCH_NO_EXTENSIONS=1).
+   ``--python-twin`` adds a third gateway on the pure-Python twin (CALLSTITCH_NO_EXTENSIONS=1);
+   ``--layer`` one whose tee is a bare async generator, which tells the cost of wrapping the
+   stream at all from the cost of feeding the accumulator.
 2. ``callstitch.tee`` over an iterator of chunks against feeding an Accumulator directly (and
    handing the completed calls to the same no-op on_call), in process: OpenAI streams cut into
    1-16 KiB reads, the sizes httpx yields off a socket. Target: tee / feed <= 1.1.
@@ -18,6 +20,7 @@ Two measurements, printed with the machine, Python and package versions:
     python benchmarks/gateway.py                  # ~1.5 minutes
     python benchmarks/gateway.py --quick          # ~30 s
     python benchmarks/gateway.py --python-twin    # the pure-Python twin's gateway too
+    python benchmarks/gateway.py --layer          # and a gateway that only wraps the stream
 
 Needs the ``gateway`` extra (starlette, uvicorn, httpx) and Linux (/proc) for the first part. On a
 busy machine the side-by-side ratio moves a few percent either way from round to round; the
@@ -88,8 +91,14 @@ def serve_upstream(port: int, n: int, pace: float) -> None:
                 lifespan="on", backlog=2048)
 
 
+async def _layer(chunks, format, on_call):
+    """A tee that only passes the chunks through one more async generator, as atee does."""
+    async for chunk in chunks:
+        yield chunk
+
+
 def serve_gateway(port: int, upstream: str, mode: str) -> None:
-    """Run examples/gateway.py's app: mode "plain" (tee=None) or "atee" (callstitch.atee, on_call counts)."""
+    """Run examples/gateway.py's app: mode "plain" (tee=None), "atee" (callstitch.atee, on_call counts) or "layer"."""
     import uvicorn
 
     sys.path.insert(0, str(ROOT))
@@ -100,7 +109,7 @@ def serve_gateway(port: int, upstream: str, mode: str) -> None:
     logging.getLogger("callstitch.gateway").setLevel(logging.WARNING)  # no startup line in the report
     seen = []
     app = gateway.create_app(upstream, on_call=lambda stream_id, call: seen.append(None),
-                             tee=None if mode == "plain" else callstitch.atee)
+                             tee={"plain": None, "layer": _layer}.get(mode, callstitch.atee))
     uvicorn.run(app, host=HOST, port=port, log_level="warning", access_log=False, http="h11", loop="asyncio",
                 lifespan="on", backlog=2048)
 
@@ -182,7 +191,8 @@ def atee_layer_cost(streams: list[list[bytes]], repeats: int = 7) -> float:
     return (best[teed] - best[plain]) / sum(map(len, streams))
 
 
-def gateway_cost(n_streams: int, rounds: int, concurrency: int, pace: float, python_twin: bool) -> None:
+def gateway_cost(n_streams: int, rounds: int, concurrency: int, pace: float, python_twin: bool,
+                 layer: bool = False) -> None:
     if not os.path.exists("/proc/self/stat"):
         print("gateway CPU: skipped (needs /proc)")
         return
@@ -194,6 +204,8 @@ def gateway_cost(n_streams: int, rounds: int, concurrency: int, pace: float, pyt
     try:
         gateways["plain"] = start(["--serve-gateway", upstream_url, "plain"])
         gateways["atee"] = start(["--serve-gateway", upstream_url, "atee"])
+        if layer:
+            gateways["layer"] = start(["--serve-gateway", upstream_url, "layer"])
         if python_twin:
             gateways["atee-py"] = start(["--serve-gateway", upstream_url, "atee"], env=env_py)
         urls = [url for _proc, url in gateways.values()]
@@ -214,7 +226,8 @@ def gateway_cost(n_streams: int, rounds: int, concurrency: int, pace: float, pyt
         print(f"   {'gateway':<36}{'CPU s, each round':<28}{'µs/stream':>10}{'µs/event':>10}{'vs plain':>10}")
         plain = sum(cpu["plain"])
         labels = {"plain": "plain pass-through (tee=None)", "atee": "callstitch.atee, compiled twin",
-                  "atee-py": "callstitch.atee, pure-Python twin"}
+                  "atee-py": "callstitch.atee, pure-Python twin",
+                  "layer": "a bare async generator layer"}
         for name, values in cpu.items():
             each = " ".join(f"{v:.2f}" for v in values)
             per = sum(values) / (rounds * n_streams) * 1e6
@@ -339,10 +352,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="streams at a time through each gateway")
     parser.add_argument("--pace", type=float, default=0.004, help="seconds between two events of a stream")
     parser.add_argument("--python-twin", action="store_true", help="also run a gateway on the pure-Python twin")
+    parser.add_argument("--layer", action="store_true", help="also run a gateway whose tee only wraps the stream")
     opts = parser.parse_args(argv)
     header()
     gateway_cost(opts.streams or (48 if opts.quick else 96), opts.rounds or (2 if opts.quick else 5), opts.concurrency,
-                 opts.pace, opts.python_twin)
+                 opts.pace, opts.python_twin, opts.layer)
     tee_cost(200 if opts.quick else 1000, 7 if opts.quick else 11)
 
 
