@@ -203,14 +203,18 @@ def test_jobs_beside_another_thread_start_no_fork(tmp_path, monkeypatch):
 def test_threads_a_c_library_started_count_too():
     # pyarrow's compute functions start a thread pool that the threading module does not list.
     pytest.importorskip("pyarrow")
-    code = ("import threading, pyarrow as pa, pyarrow.compute as pc; from callstitch import _batch; "
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("no /proc here to count the threads by")
+    code = ("import os, threading, pyarrow as pa, pyarrow.compute as pc; from callstitch import _batch; "
             "pc.sum(pa.array([1, 2])); "
-            "print(threading.active_count(), _batch._thread_count(), _batch._pool_context().get_start_method())")
-    python_threads, threads, start = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                                    check=True, timeout=60).stdout.split()
+            "print(threading.active_count(), len(os.listdir('/proc/self/task')), _batch._thread_count(), "
+            "_batch._pool_context().get_start_method())")
+    python_threads, threads, counted, start = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                                             text=True, check=True, timeout=60).stdout.split()
     assert python_threads == "1"
     if threads == "1":
         pytest.skip("this pyarrow started no thread")
+    assert counted == threads
     if "forkserver" in multiprocessing.get_all_start_methods():
         assert start == "forkserver"
 
