@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MiB = 1 << 20
+UNLIMITED = 1 << 62  # what None becomes inside the accumulators: a number no stream reaches
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,12 @@ class Limits:
             value = getattr(self, name)
             if value is not None and (type(value) is not int or value < 0):
                 raise ValueError(f"Limits.{name} must be a non-negative int or None, not {value!r}")
+        # What the accumulators take, worked out once: a gateway or batch job makes one per stream.
+        object.__setattr__(self, "_numbers", tuple(UNLIMITED if v is None else v for v in (
+            self.call_bytes, self.stream_bytes, self.calls, self.choices, self.event_bytes)))
 
 
 DEFAULT_LIMITS = Limits()
-UNLIMITED = 1 << 62  # what None becomes inside the accumulators: a number no stream reaches
 
 
 def as_numbers(limits: Limits | None) -> tuple[int, int, int, int, int]:
@@ -45,8 +48,7 @@ def as_numbers(limits: Limits | None) -> tuple[int, int, int, int, int]:
         return _DEFAULT_NUMBERS
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a callstitch.Limits, not {type(limits).__name__}")
-    return tuple(UNLIMITED if v is None else v for v in (  # type: ignore[return-value]
-        limits.call_bytes, limits.stream_bytes, limits.calls, limits.choices, limits.event_bytes))
+    return limits._numbers  # type: ignore[attr-defined, no-any-return]
 
 
 _DEFAULT_NUMBERS = as_numbers(DEFAULT_LIMITS)
