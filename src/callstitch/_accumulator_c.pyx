@@ -1450,7 +1450,6 @@ cdef class Accumulator:
             self._text_span(0, 0, &line.content)
         if line.thinking.n:
             self._text_span(0, 1, &line.thinking)
-        state = self._state
         sent.kind = CS_T_OTHER
         sent.has_esc = 0
         for k in range(count):
@@ -1463,7 +1462,7 @@ cdef class Accumulator:
                 usage["prompt_eval_count"] = _value(&line.prompt_eval_count)
             if line.eval_count.kind != CS_T_ABSENT:
                 usage["eval_count"] = _value(&line.eval_count)
-            _ollama_finish(self, state, _span_str(&line.reason), usage)
+            _ollama_finish(self, self._state, _span_str(&line.reason), usage)
         return 1
 
     cdef int _complete_all(self) except -1:

@@ -1346,26 +1346,30 @@ static inline int cs_items(const unsigned char *p, ptrdiff_t n, const unsigned c
     }
 }
 
+/* The first '"' or '\\' in p[0..e), or e when there is none. */
+static CS_ALWAYS_INLINE const unsigned char *cs_quote_or_backslash(const unsigned char *p, const unsigned char *e)
+{
+#ifdef CS_SSE2
+    while (e - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                              _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+        if (m) return p + (unsigned)__builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    while (p < e && *p != '"' && *p != '\\') p++;
+    return p;
+}
+
 /* The closing quote of a string whose text starts at p, found without
  * checking the text (escapes are only stepped over): for values that orjson
  * parses next, which checks them.  NULL when the data ends first. */
 static inline const unsigned char *cs_str_end_loose(const unsigned char *p, const unsigned char *e)
 {
     for (;;) {
-#ifdef CS_SSE2
-        while (e - p >= 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-            unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
-            if (m) { p += (unsigned)__builtin_ctz(m); goto special; }
-            p += 16;
-        }
-#endif
-        while (p < e && *p != '"' && *p != '\\') p++;
+        p = cs_quote_or_backslash(p, e);
         if (p >= e) return NULL;
-#ifdef CS_SSE2
-special:
-#endif
         if (*p == '"') return p;
         p += 2;                                    /* a backslash and the byte it escapes */
         if (p > e) return NULL;
@@ -1401,7 +1405,7 @@ static inline const unsigned char *cs_skip_loose(const unsigned char *p, const u
     return NULL;
 }
 
-/* One entry of an Ollama line's message.tool_calls, as cs_ollama_calls finds it. */
+/* One entry of an Ollama line's message.tool_calls, as cs_ollama_line finds it. */
 typedef struct {
     cs_span id;                        /* CS_ABSENT when the entry has none */
     cs_span name;
@@ -1608,23 +1612,7 @@ static inline void cs_cstr(cs_cctx *c)
     const unsigned char *p = c->p + 1;
     *c->o++ = '"';
     for (;;) {
-        const unsigned char *q = p;
-#ifdef CS_SSE2
-        while (c->e - q >= 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
-            unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
-            if (m) {
-                q += (unsigned)__builtin_ctz(m);
-                goto found;
-            }
-            q += 16;
-        }
-#endif
-        while (*q != '"' && *q != '\\') q++;     /* validated: a closing quote follows */
-#ifdef CS_SSE2
-found:
-#endif
+        const unsigned char *q = cs_quote_or_backslash(p, c->e);   /* validated: a closing quote follows */
         memcpy(c->o, p, (size_t)(q - p));
         c->o += q - p;
         p = q;
