@@ -630,3 +630,33 @@ def expected_raw(variant: str, call: Call) -> str:
     if variant in WHOLE:
         return compact(call.value)
     return call.arguments
+
+
+# ---------------------------------------------------------------- calls taken whole, their arguments as sent
+
+# Arguments sent shorter than orjson writes them (1e15 becomes 1000000000000000.0) and longer
+# (Go's \u003c escapes): calls taken whole are counted against the limits by their compact text.
+SENT_ARGUMENTS = '{"s":"\\u003ctag\\u003e \\u00e9","v":[' + ",".join(["1e15"] * 6) + "]}"
+
+
+def _sent_ollama_line(message: str = "", done: bool = False) -> str:
+    """Return one Ollama line, written by hand so its arguments stay as sent."""
+    head = '{"model":"m","created_at":"2025-06-01T10:00:00.1Z","message":{"role":"assistant",'
+    end = '"done":true,"done_reason":"stop"}\n' if done else '"done":false}\n'
+    return head + (message or '"content":""') + "}," + end
+
+
+def whole_call_bodies() -> list[tuple[str, bytes]]:
+    """Return (format, body) of streams whose calls come whole, with text after them."""
+    call = '{"function":{"index":%d,"name":"f%d","arguments":' + SENT_ARGUMENTS + "}}"
+    line = _sent_ollama_line
+    ollama = (line('"content":"","tool_calls":[' + call % (0, 0) + "," + call % (1, 1) + "]")
+              + line('"content":"' + "x" * 40 + '"')
+              + line('"content":"","tool_calls":[' + call % (2, 2) + "]")
+              + line('"content":"' + "y" * 40 + '"') + line(done=True))
+    part = '{"functionCall":{"name":"f%d","args":' + SENT_ARGUMENTS + "}}"
+    gemini = "".join("data: " + chunk + "\r\n\r\n" for chunk in (
+        '{"candidates":[{"content":{"role":"model","parts":[' + part % 0 + "," + part % 1 + "]}}]}",
+        '{"candidates":[{"content":{"role":"model","parts":[{"text":"' + "x" * 40 + '"}]}}]}',
+        '{"candidates":[{"content":{"role":"model","parts":[' + part % 2 + "]},\"finishReason\":\"STOP\"}]}"))
+    return [("ollama", ollama.encode()), ("gemini", gemini.encode())]

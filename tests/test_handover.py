@@ -1,9 +1,12 @@
 """Early hand-over: each call is handed over once, when the protocol says it is complete, never before."""
 
 import asyncio
+import pickle
+
+import orjson
 import pytest
 
-from _formats import CALLS, VARIANTS, build, format_of
+from _formats import CALLS, SENT_ARGUMENTS, VARIANTS, build, format_of, whole_call_bodies
 from _streams import chunk, tool_delta
 
 import callstitch
@@ -168,3 +171,20 @@ def test_tee_takes_limits():
     t = callstitch.tee([body], limits=callstitch.Limits(call_bytes=5))
     list(t)
     assert [e.kind for e in t.result.errors] == ["limit"]
+
+
+@pytest.mark.parametrize("fmt", ["ollama", "gemini"])
+def test_a_whole_calls_raw_arguments_are_what_came_not_what_the_caller_changed(impl, fmt):
+    # Calls that come whole are handed over at once; the caller may change their arguments before
+    # asking for the raw text, which stays the compact JSON of what the stream sent.
+    body = dict(whole_call_bodies())[fmt]
+    acc = impl.Accumulator(format=fmt)
+    handed = acc.feed(body)
+    assert len(handed) == 3
+    sent = orjson.dumps(orjson.loads(SENT_ARGUMENTS)).decode()
+    for call in handed:
+        call.arguments["s"] = "changed"
+    copies = pickle.loads(pickle.dumps(handed))  # raw text not yet asked for travels too
+    assert [c.raw_arguments for c in handed] == [sent] * 3
+    assert [c.raw_arguments for c in copies] == [sent] * 3
+    assert acc.finalize().tool_calls == handed

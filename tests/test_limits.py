@@ -2,9 +2,10 @@
 
 import tracemalloc
 
+import orjson
 import pytest
 
-from _formats import CALLS, build
+from _formats import CALLS, SENT_ARGUMENTS, build, whole_call_bodies
 from _streams import chunk, tool_delta
 
 import callstitch
@@ -165,3 +166,22 @@ def test_cli_limit_options(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--max-calls", "many"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
+
+
+@pytest.mark.parametrize("fmt, body", whole_call_bodies(), ids=["ollama", "gemini"])
+def test_twins_agree_on_whole_calls_at_every_limit(both, fmt, body):
+    compact = len(orjson.dumps(orjson.loads(SENT_ARGUMENTS)))
+    assert compact > len(SENT_ARGUMENTS)  # the stream sends them shorter than they are kept
+    plain = both[0].reassemble(body, format=fmt)
+    assert len(plain.tool_calls) == 3 and not plain.errors
+    settings = [Limits(stream_bytes=n) for n in range(0, 3 * compact + 100, 3)]
+    settings += [Limits(call_bytes=n) for n in range(compact - 3, compact + 3)]
+    for limits in settings:
+        results = [i.reassemble(body, format=fmt, limits=limits) for i in both]
+        assert results[0] == results[1], limits
+        assert [str(e) for e in results[0].errors] == [str(e) for e in results[1].errors], limits
+    # the last stream limit that keeps all three calls and both texts is the compact size, not the sent one
+    held = 3 * compact + len(plain.text.encode())
+    kept = both[0].reassemble(body, format=fmt, limits=Limits(stream_bytes=held))
+    short = both[0].reassemble(body, format=fmt, limits=Limits(stream_bytes=held - 1))
+    assert not kept.errors and limit_errors(short)

@@ -350,6 +350,10 @@ cdef int _Q_NEW_CALL_SAME_INDEX = Q_NEW_CALL_SAME_INDEX
 cdef int _Q_RESENT_ID = Q_RESENT_ID
 cdef int _Q_RESENT_NAME = Q_RESENT_NAME
 
+# orjson writes no JSON value more than 4.5 times as long as it can be sent (1e15 becomes
+# 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.
+cdef Py_ssize_t _GROWTH = 5
+
 cdef frozenset _KNOWN_FORMATS = frozenset(_dispatch.FORMATS)
 cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
@@ -363,6 +367,21 @@ cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM)
 cdef object _read_headers = _framing.read_headers
 cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
+
+
+cdef class _SentArguments:
+    """A whole call's arguments as the stream sent them: ToolCall.raw_arguments re-encodes them when asked."""
+    cdef readonly bytes text
+
+    def compact(self):
+        """Return the arguments as orjson writes their value: the compact text every call keeps."""
+        cdef cs_val v
+        v.p = <const unsigned char *><char *>self.text
+        v.n = len(self.text)
+        v.kind = CS_T_OTHER
+        v.has_esc = 0
+        data = _compacted(&v)
+        return _dumps(_loads(self.text)) if data is None else data
 
 
 cdef class _Slot:
@@ -454,6 +473,10 @@ cdef class Accumulator:
     # limits (None in Limits becomes a number no stream reaches)
     cdef Py_ssize_t _max_call, _max_stream, _max_calls, _max_choices, _max_event
     cdef Py_ssize_t _kept  # argument and text bytes held, against Limits.stream_bytes
+    # Calls taken whole whose arguments are kept as sent (_SentArguments), and at most how many bytes
+    # their compact text takes: the exact count is worked out only when a limit needs it (_stream_over).
+    cdef list _lazy
+    cdef Py_ssize_t _lazy_bound
     cdef bint _full
     cdef set _capped
     cdef bint _skipping  # dropping the rest of an over-long line
@@ -1440,7 +1463,7 @@ cdef class Accumulator:
         cdef cs_val sent
         if count < 0:
             return 0
-        values = []
+        values = [] if count else None  # most lines carry text only
         for k in range(count):
             try:
                 values.append(_loads((<const char *>calls[k].args)[:calls[k].args_n]))
@@ -1558,7 +1581,7 @@ cdef class Accumulator:
             slot.over = True
             call_cut(self._state, self._max_call, slot.id, slot.name)
             return 0
-        if self._kept + n > self._max_stream:
+        if self._stream_over(n):
             PyByteArray_Resize(buf, size)
             self._budget_spent()
             return 0
@@ -1577,7 +1600,7 @@ cdef class Accumulator:
             t.buf.extend(escape_surrogate(t.pending).encode())
             t.pending = 0
         _unescape_into(t.buf, s)
-        if self._kept + PyByteArray_GET_SIZE(t.buf) - size > self._max_stream:
+        if self._stream_over(PyByteArray_GET_SIZE(t.buf) - size):
             PyByteArray_Resize(t.buf, size)
             self._budget_spent()
             return 0
@@ -1649,6 +1672,7 @@ cdef class Accumulator:
                          const cs_val *sent=NULL) except -1:
         """_whole; sent: where the reader found the arguments' text, when it did."""
         cdef _Slot slot
+        cdef _SentArguments kept
         self._wholes -= 1
         key = self._wholes
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
@@ -1658,6 +1682,22 @@ cdef class Accumulator:
         slot = self._route(choice, key, call_id, name)
         if slot is None:
             return 0  # over a limit: recorded, and the call dropped
+        if (sent != NULL and sent.kind == CS_T_OTHER and type(arguments) is dict and not slot.quirks
+                and _GROWTH * sent.n <= self._max_call
+                and self._kept + self._lazy_bound + _GROWTH * sent.n <= self._max_stream):
+            # No limit can be reached by it: keep the text as sent, and re-encode it only if asked.
+            slot.parsed = arguments
+            slot.nfrags = 1
+            kept = _SentArguments.__new__(_SentArguments)
+            kept.text = (<const char *>sent.p)[:sent.n]
+            slot.call = ToolCall(slot.id, slot.name, slot.choice, slot.position, arguments, kept)
+            slot.call_nfrags = 1
+            if self._lazy is None:
+                self._lazy = []
+            self._lazy.append(slot.call)
+            self._lazy_bound += _GROWTH * sent.n
+            self._done.append(slot.call)
+            return 0
         data = _compacted(sent) if sent != NULL else None
         try:
             if data is None:
@@ -1786,7 +1826,7 @@ cdef class Accumulator:
             slot.over = True
             call_cut(self._state, self._max_call, slot.id, slot.name)
             return 0
-        if self._kept + grow > self._max_stream:
+        if self._stream_over(grow):
             self._budget_spent()
             return 0
         self._kept += grow
@@ -1805,6 +1845,18 @@ cdef class Accumulator:
             buf += data
         slot.nfrags += 1
         return 0
+
+    cdef int _stream_over(self, Py_ssize_t grow) except -1:
+        """Tell whether grow more bytes would pass Limits.stream_bytes, counting every call exactly."""
+        if self._kept + self._lazy_bound + grow <= self._max_stream:
+            return 0
+        if self._lazy is not None:
+            # Near the limit: count what the calls kept as sent take once re-encoded, as the other twin does.
+            for call in self._lazy:
+                self._kept += len((<str>call.raw_arguments).encode())
+            self._lazy = None
+            self._lazy_bound = 0
+        return self._kept + grow > self._max_stream
 
     cdef int _budget_spent(self) except -1:
         if not self._full:
@@ -1834,7 +1886,7 @@ cdef class Accumulator:
                 data = text.encode("utf-8")
             except UnicodeEncodeError:
                 data, t.pending, joined = encode_fragment(text, 0)
-        if self._kept + len(data) > self._max_stream:
+        if self._stream_over(len(data)):
             self._budget_spent()
             return
         self._kept += len(data)

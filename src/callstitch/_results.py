@@ -86,7 +86,9 @@ class ToolCall:
         self.choice = choice
         self.index = index
         self.arguments = arguments
-        self._raw = raw_arguments  # kept as bytes until asked for: most callers only want arguments
+        # Kept as bytes until asked for (most callers only want arguments); the compiled twin may
+        # keep a whole call's arguments as sent instead, in an object whose compact() re-encodes them.
+        self._raw = raw_arguments
         self.error = error
         self.quirks = quirks
 
@@ -95,6 +97,8 @@ class ToolCall:
         """Return exactly the argument text received (after quirk normalisation)."""
         raw = self._raw
         if type(raw) is not str:
+            if not isinstance(raw, (bytes, bytearray)):  # a whole call's arguments as sent: compact them now
+                raw = raw.compact()
             raw = self._raw = bytes(raw).decode("utf-8", "replace")
         return raw
 
