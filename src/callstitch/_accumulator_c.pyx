@@ -18,7 +18,7 @@ from libc.string cimport memchr, memcmp, memcpy, memmove
 from . import _dispatch, _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
-                        only_first_choice, parses, raise_first_error)
+                        parses, raise_first_error)
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
 from ._results import ToolCall
 from ._state import RawJSON, StreamState
@@ -329,6 +329,14 @@ cdef inline bint _empty_object(const cs_val *v):
     cdef Py_ssize_t k
     for k in range(1, v.n - 1):
         if v.p[k] != b' ' and v.p[k] != b'\t' and v.p[k] != b'\r' and v.p[k] != b'\n':
+            return False
+    return True
+
+
+cdef inline bint _zero_keys(dict d):
+    """Tell whether a dict's keys are at most the integer 0 (a choice number)."""
+    for key in d:
+        if type(key) is not int or key:
             return False
     return True
 
@@ -1907,24 +1915,29 @@ cdef class Accumulator:
 
     cdef object _build(self):
         cdef _Slot s
-        cdef _Text t
         self._end_of_stream()
-        texts = {}
-        for choice, parts in self._texts.items():
-            out = []
-            for t in parts:
-                if t is None:
-                    out.append(None)
-                    continue
-                if t.pending:
-                    t.buf += escape_surrogate(t.pending).encode()
-                    t.pending = 0
-                out.append(t.buf)
-            texts[choice] = tuple(out)
-        if only_first_choice(texts, self._state.finish_reasons, [s.choice for s in self._slots]):
-            # The common case, one choice: no (choice, seq, call) tuples to group.
-            return one_choice_result([self._settle(s, True) for s in self._slots], texts.get(0), self._state)
+        if _zero_keys(self._choices) and _zero_keys(self._texts) and _zero_keys(self._state.finish_reasons):
+            # Plainly one choice, the common case: no (choice, seq, call) tuples to group.
+            return one_choice_result([self._settle(s, True) for s in self._slots], self._text_bytes(0), self._state)
+        texts = {choice: self._text_bytes(choice) for choice in self._texts}
         return build_result([(s.choice, s.seq, self._settle(s, True)) for s in self._slots], texts, self._state)
+
+    cdef tuple _text_bytes(self, object choice):
+        """Return a choice's (content, reasoning, refusal) as bytes or None (None for no text at all)."""
+        cdef _Text t
+        parts = self._texts.get(choice)
+        if parts is None:
+            return None
+        out = []
+        for t in parts:
+            if t is None:
+                out.append(None)
+                continue
+            if t.pending:
+                t.buf += escape_surrogate(t.pending).encode()
+                t.pending = 0
+            out.append(t.buf)
+        return tuple(out)
 
     cdef object _settle(self, _Slot slot, bint final):
         """Return the slot's finished call, built once (again only if fragments came after it was built)."""

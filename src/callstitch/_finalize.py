@@ -181,10 +181,14 @@ def one_choice_result(calls: list[ToolCall], texts: tuple | None, state: Any) ->
     calls: its finished calls in order; texts: its (content, reasoning, refusal) as bytes or None, or None.
     """
     usage = _usage(state)
-    if not calls and texts is None and not state.finish_reasons:
-        return Result([], list(state.errors), state.complete, state.format, [], usage)
-    content, reasoning, refusal = texts or _NO_TEXT
-    choice = Choice(0, _decode(content), _decode(reasoning), _decode(refusal), state.finish_reasons.get(0), calls)
+    reasons = state.finish_reasons
+    if texts is None:
+        if not calls and not reasons:
+            return Result([], list(state.errors), state.complete, state.format, [], usage)
+        choice = Choice(0, None, None, None, reasons.get(0), calls)
+    else:
+        content, reasoning, refusal = texts
+        choice = Choice(0, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(0), calls)
     return Result(list(calls), list(state.errors), state.complete, state.format, [choice], usage)
 
 
@@ -208,8 +212,8 @@ def _usage(state: Any) -> Any:
     return usage
 
 
-def _decode(data: bytes | None) -> str | None:
-    return None if data is None else bytes(data).decode("utf-8", "replace")
+def _decode(data: bytes | bytearray | None) -> str | None:
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def raise_first_error(result: Result) -> None:
