@@ -300,6 +300,16 @@ cdef object _compacted(const cs_val *v):
             PyMem_Free(out)
 
 
+cdef object _compacted_text(bytes text):
+    """Return _compacted for the text of a JSON value other than a string (valid: orjson has read it)."""
+    cdef cs_val v
+    v.p = <const unsigned char *><char *>text
+    v.n = len(text)
+    v.kind = CS_T_OTHER
+    v.has_esc = 0
+    return _compacted(&v)
+
+
 def _crc32(bytes data):
     """Return the event stream's CRC-32 of data, as the framing computes it (for tests)."""
     return es_crc32(<const unsigned char *><char *>data, len(data))
@@ -383,12 +393,7 @@ cdef class _SentArguments:
 
     def compact(self):
         """Return the arguments as orjson writes their value: the compact text every call keeps."""
-        cdef cs_val v
-        v.p = <const unsigned char *><char *>self.text
-        v.n = len(self.text)
-        v.kind = CS_T_OTHER
-        v.has_esc = 0
-        data = _compacted(&v)
+        data = _compacted_text(self.text)
         return _dumps(_loads(self.text)) if data is None else data
 
 
@@ -526,7 +531,7 @@ cdef class Accumulator:
     cdef _ChoiceState _cache_cs
     cdef int64_t _cache_choice
     cdef int64_t _cache_index
-    cdef Py_ssize_t _wholes  # calls that arrived whole: each is keyed -1, -2, … (no protocol index is)
+    cdef Py_ssize_t _wholes  # calls that arrived whole as text: each is keyed -1, -2, … (no protocol index is)
 
     def __cinit__(self):
         self._data = NULL
@@ -1421,8 +1426,9 @@ cdef class Accumulator:
                 return 0
             # A whole call with nothing open before it: what start_call and _emit do.
             call_id = _value(&part[4])
+            sent = (<const char *>part[5].p)[:part[5].n] if part[5].kind == CS_T_OTHER else None
             self._take_whole(choice, call_id if type(call_id) is str else None, _span_str_v(&part[3]),
-                             _value(&part[5]), &part[5])
+                             _value(&part[5]) if sent is None else _loads(sent), sent)
             return 0
         building = self._gemini_open(choice)
         if building is None:
@@ -1468,25 +1474,22 @@ cdef class Accumulator:
         cdef cs_ocall calls[16]
         cdef int count = cs_ollama_line(data, n, &line, calls, 16)
         cdef int k
-        cdef cs_val sent
         if count < 0:
             return 0
-        values = [] if count else None  # most lines carry text only
+        sent = [] if count else None  # most lines carry text only
+        values = [] if count else None
         for k in range(count):
+            sent.append((<const char *>calls[k].args)[:calls[k].args_n])
             try:
-                values.append(_loads((<const char *>calls[k].args)[:calls[k].args_n]))
+                values.append(_loads(sent[k]))
             except ValueError:
                 return 0  # the general path reports it (or reads a lone surrogate escape its own way)
         if line.content.n:
             self._text_span(0, 0, &line.content)
         if line.thinking.n:
             self._text_span(0, 1, &line.thinking)
-        sent.kind = CS_T_OTHER
-        sent.has_esc = 0
         for k in range(count):
-            sent.p = calls[k].args
-            sent.n = calls[k].args_n
-            self._take_whole(0, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], &sent)
+            self._take_whole(0, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], sent[k])
         if line.done:
             usage = {}
             if line.prompt_eval_count.kind != CS_T_ABSENT:
@@ -1677,36 +1680,36 @@ cdef class Accumulator:
         self._take_whole(choice, call_id, name, arguments)
 
     cdef int _take_whole(self, object choice, object call_id, object name, object arguments,
-                         const cs_val *sent=NULL) except -1:
-        """_whole; sent: where the reader found the arguments' text, when it did."""
+                         bytes sent=None) except -1:
+        """_whole; sent: the arguments' text as the reader found it (no string), when it did."""
         cdef _Slot slot
         cdef _SentArguments kept
-        self._wholes -= 1
-        key = self._wholes
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
+            self._wholes -= 1  # the text goes the way of fragments, under an index of its own
+            key = self._wholes
             self._fragment(choice, key, call_id, name, arguments)
             self._complete(choice, key)
             return 0
-        slot = self._route(choice, key, call_id, name)
+        slot = self._route(choice, None, call_id, name, True)
         if slot is None:
             return 0  # over a limit: recorded, and the call dropped
-        if (sent != NULL and sent.kind == CS_T_OTHER and type(arguments) is dict and not slot.quirks
-                and _GROWTH * sent.n <= self._max_call
-                and self._kept + self._lazy_bound + _GROWTH * sent.n <= self._max_stream):
+        if (sent is not None and type(arguments) is dict and not slot.quirks
+                and _GROWTH * len(sent) <= self._max_call
+                and self._kept + self._lazy_bound + _GROWTH * len(sent) <= self._max_stream):
             # No limit can be reached by it: keep the text as sent, and re-encode it only if asked.
             slot.parsed = arguments
             slot.nfrags = 1
             kept = _SentArguments.__new__(_SentArguments)
-            kept.text = (<const char *>sent.p)[:sent.n]
+            kept.text = sent
             slot.call = ToolCall(slot.id, slot.name, slot.choice, slot.position, arguments, kept)
             slot.call_nfrags = 1
             if self._lazy is None:
                 self._lazy = []
             self._lazy.append(slot.call)
-            self._lazy_bound += _GROWTH * sent.n
+            self._lazy_bound += _GROWTH * len(sent)
             self._done.append(slot.call)
             return 0
-        data = _compacted(sent) if sent != NULL else None
+        data = _compacted_text(sent) if sent is not None else None
         try:
             if data is None:
                 data = _dumps(arguments)
@@ -1726,8 +1729,11 @@ cdef class Accumulator:
             self._done.append(self._settle(slot, False))
         return 0
 
-    cdef _Slot _route(self, object choice, object index, object call_id, object name):
-        """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules)."""
+    cdef _Slot _route(self, object choice, object index, object call_id, object name, bint whole=False):
+        """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules).
+
+        whole: a call that came whole, under a fresh index no fragment ever names: it gets a slot of its own.
+        """
         cdef int quirks = 0
         cdef _ChoiceState cs
         cdef _Slot slot
@@ -1748,7 +1754,11 @@ cdef class Accumulator:
                 return None
             cs = _ChoiceState()
             self._choices[choice] = cs
-        if index is None:
+        if whole:
+            slot = self._new_slot(cs, choice)
+            if slot is None:
+                return None
+        elif index is None:
             quirks |= _Q_MISSING_INDEX
             slot = cs.latest
             if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
