@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from _formats import CALLS, build
+from _formats import CALLS, build, whole_call_bodies
 from _streams import chunk, tool_delta
 
 from callstitch import Limits
@@ -190,6 +190,23 @@ def test_no_leak_over_200000_streams(impl):
     assert _rss() - before < 8 << 20
 
 
+def test_no_leak_on_calls_that_come_whole(impl):
+    # Their arguments kept as sent, re-encoded when asked for or when a limit needs the count.
+    runs = [(fmt, body, limits) for fmt, body in whole_call_bodies()
+            for limits in (None, Limits(stream_bytes=len(body)), Limits(stream_bytes=200))]
+    for rounds in (3_000, 30_000):
+        if rounds == 30_000:
+            gc.collect()
+            before = _rss()
+        for k in range(rounds):
+            fmt, body, limits = runs[k % len(runs)]
+            result = impl.reassemble(body, format=fmt, limits=limits)
+            if k % 2:
+                [call.raw_arguments for call in result.tool_calls]
+    gc.collect()
+    assert _rss() - before < 2 << 20
+
+
 def test_no_leak_on_error_paths(impl):
     # Each error path: malformed chunk, in-band error, unexpected shape, bad arguments, limits,
     # event-stream CRC, lone surrogates, an over-long line.
@@ -242,3 +259,12 @@ def test_fuzzer_finding_53282d09(both):
         "202020202020202020207d0a0a")
     for fmt in FORMATS:
         both_agree(both, body, fmt)
+
+
+def test_deferred_arguments_made_by_hand_raise_rather_than_crash():
+    # The compiled twin keeps a whole call's arguments as sent in an object of its own; one made
+    # outside the accumulator has no text, and asking it for the compact JSON must not crash.
+    from callstitch._accumulator_c import _SentArguments
+
+    with pytest.raises(TypeError, match="no arguments text"):
+        _SentArguments().compact()

@@ -393,6 +393,8 @@ cdef class _SentArguments:
 
     def compact(self):
         """Return the arguments as orjson writes their value: the compact text every call keeps."""
+        if self.text is None:
+            raise TypeError("no arguments text: only the accumulator makes these")
         data = _compacted_text(self.text)
         return _dumps(_loads(self.text)) if data is None else data
 
