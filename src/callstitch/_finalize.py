@@ -153,7 +153,7 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
     texts: choice -> [content, reasoning, refusal] as bytes or None.
     """
     reasons = state.finish_reasons
-    if only_first_choice(texts, reasons, [choice for choice, _seq, _call in calls]):
+    if _only_first_choice(texts, reasons, calls):
         return one_choice_result([call for _choice, _seq, call in calls], texts.get(0), state)
     by_choice: dict[int, list] = {}
     for choice, _seq, call in calls:  # already in order of first appearance
@@ -195,12 +195,15 @@ def one_choice_result(calls: list[ToolCall], texts: tuple | None, state: Any) ->
 _NO_TEXT = (None, None, None)
 
 
-def only_first_choice(texts: dict, reasons: dict, call_choices: list) -> bool:
+def _only_first_choice(texts: dict, reasons: dict, calls: list[tuple]) -> bool:
     """Tell whether choice 0 (the integer) is the only choice the stream spoke of (texts, reasons, calls)."""
-    for keys in (texts, reasons, call_choices):
+    for keys in (texts, reasons):
         for key in keys:
             if type(key) is not int or key:
                 return False
+    for choice, _seq, _call in calls:
+        if type(choice) is not int or choice:
+            return False
     return True
 
 

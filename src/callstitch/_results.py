@@ -99,7 +99,7 @@ class ToolCall:
         if type(raw) is not str:
             if not isinstance(raw, (bytes, bytearray)):  # a whole call's arguments as sent: compact them now
                 raw = raw.compact()
-            raw = self._raw = bytes(raw).decode("utf-8", "replace")
+            raw = self._raw = raw.decode("utf-8", "replace")
         return raw
 
     def to_dict(self) -> dict[str, Any]:
