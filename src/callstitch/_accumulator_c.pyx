@@ -398,10 +398,6 @@ cdef class _SentArguments:
         data = _compacted_text(self.text)
         return _dumps(_loads(self.text)) if data is None else data
 
-    def __reduce__(self):
-        # Pickled, it is the compact text itself: a result unpickles where this extension is not built.
-        return (bytes, (self.compact(),))
-
 
 cdef class _Slot:
     """One call being received: id, name and its argument bytes."""

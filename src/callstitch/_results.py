@@ -102,6 +102,12 @@ class ToolCall:
             raw = self._raw = raw.decode("utf-8", "replace")
         return raw
 
+    def __reduce__(self) -> tuple:
+        # Pickled with its raw text as a string: a call whose arguments the compiled twin kept as
+        # sent then loads where the extension is not built.
+        return (ToolCall, (self.id, self.name, self.choice, self.index, self.arguments, self.raw_arguments,
+                           self.error, self.quirks))
+
     def to_dict(self) -> dict[str, Any]:
         """Return the call as a plain dict (the CLI's record shape)."""
         d = {"choice": self.choice, "index": self.index, "id": self.id, "name": self.name,
