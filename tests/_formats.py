@@ -542,6 +542,8 @@ def ollama_line(message: dict | None = None, *, done: bool = False, **extra: Any
     obj: dict = {"model": "qwen3:8b", "created_at": "2025-06-01T10:00:00.123456Z"}
     if message is not None:
         obj["message"] = {"role": "assistant", "content": "", **message}
+    if "done_reason" in extra:  # Go writes the struct's fields in order: done_reason comes before done
+        obj["done_reason"] = extra.pop("done_reason")
     obj["done"] = done
     obj.update(extra)
     return obj
@@ -642,7 +644,7 @@ SENT_ARGUMENTS = '{"s":"\\u003ctag\\u003e \\u00e9","v":[' + ",".join(["1e15"] * 
 def _sent_ollama_line(message: str = "", done: bool = False) -> str:
     """Return one Ollama line, written by hand so its arguments stay as sent."""
     head = '{"model":"m","created_at":"2025-06-01T10:00:00.1Z","message":{"role":"assistant",'
-    end = '"done":true,"done_reason":"stop"}\n' if done else '"done":false}\n'
+    end = '"done_reason":"stop","done":true}\n' if done else '"done":false}\n'
     return head + (message or '"content":""') + "}," + end
 
 

@@ -241,10 +241,14 @@ METRICS = ("total_duration", "load_duration", "prompt_eval_count", "prompt_eval_
            "eval_duration")
 
 
-def last_line(message_fields=None, reason="stop", **metrics):
+def last_line(message_fields=None, reason="stop", reason_first=True, **metrics):
+    """Return a last line; Ollama's server writes done_reason before done (reason_first=False: after it)."""
     obj = message(**(message_fields or {}))
+    del obj["done"]
+    if reason is not None and reason_first:
+        obj["done_reason"] = reason
     obj["done"] = True
-    if reason is not None:
+    if reason is not None and not reason_first:
         obj["done_reason"] = reason
     obj.update(metrics)
     return go_line(obj)
@@ -257,10 +261,12 @@ def last_line(message_fields=None, reason="stop", **metrics):
     {"prompt_eval_count": 0, "eval_count": 9223372036854775808},
 ])
 @pytest.mark.parametrize("reason", ["stop", "length", None, "", "q\"uo\\te \u00e9"])
-def test_last_lines_in_the_server_shape(both, metrics, reason):
-    result = agree(both, go_line(message(content="a")) + last_line(reason=reason, **metrics), seeds=range(1))
+@pytest.mark.parametrize("reason_first", [True, False])
+def test_last_lines_in_the_server_shape(both, metrics, reason, reason_first):
+    last = last_line(reason=reason, reason_first=reason_first, **metrics)
+    result = agree(both, go_line(message(content="a")) + last, seeds=range(1))
     assert result.finish_reason == (reason if reason is not None else "stop") and result.complete
-    sent = orjson.loads(last_line(reason=reason, **metrics))  # the counts as a JSON reader gives them
+    sent = orjson.loads(last)  # the counts as a JSON reader gives them
     usage = {k: sent[k] for k in ("prompt_eval_count", "eval_count") if k in sent}
     assert result.usage == (usage or None)
 
@@ -276,6 +282,11 @@ def test_last_lines_in_the_server_shape(both, metrics, reason):
     b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"eval_count":01}\n',
     b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"eval_count":"1"}\n',
     b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"done_reason":5}\n',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done_reason":5,"done":true}\n',
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done_reason":"a","done":true,'
+    b'"done_reason":"b"}\n',                                                      # a reason twice
+    b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done_reason":"load",'
+    b'"done":false}\n',
     b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true,"eval_count":}\n',
     b'{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":true}',  # no LF at the end
 ])
