@@ -594,7 +594,9 @@ def _response_ollama(r: random.Random) -> tuple[bytes, list[Call]]:
         obj: dict = {"model": model, "created_at": f"2025-06-01T10:00:{next(clock) % 60_000_000 / 1e6:09.6f}Z"}
         if message is not None:
             obj["message"] = {"role": "assistant", "content": "", **message}
-        if "done_reason" in extra:  # Go writes the struct's fields in order: done_reason comes before done
+        # Go writes a struct's fields in order: older servers put done_reason before done, newer ones
+        # (those that give each call an id) after it.
+        if not with_ids and "done_reason" in extra:
             obj["done_reason"] = extra.pop("done_reason")
         obj["done"] = done
         obj.update(extra)

@@ -537,12 +537,16 @@ def cohere_body(calls: Iterable[Call] = (), *, text: str | None = None, reasonin
 OLLAMA_USAGE = {"prompt_eval_count": 212, "eval_count": 38}
 
 
-def ollama_line(message: dict | None = None, *, done: bool = False, **extra: Any) -> dict:
-    """Return one /api/chat stream line."""
+def ollama_line(message: dict | None = None, *, done: bool = False, reason_first: bool = False, **extra: Any) -> dict:
+    """Return one /api/chat stream line.
+
+    Go writes a struct's fields in order: older servers put done_reason before done, newer ones
+    (those that give each call an id) after it.
+    """
     obj: dict = {"model": "qwen3:8b", "created_at": "2025-06-01T10:00:00.123456Z"}
     if message is not None:
         obj["message"] = {"role": "assistant", "content": "", **message}
-    if "done_reason" in extra:  # Go writes the struct's fields in order: done_reason comes before done
+    if reason_first and "done_reason" in extra:  # as older servers write it
         obj["done_reason"] = extra.pop("done_reason")
     obj["done"] = done
     obj.update(extra)
@@ -579,7 +583,7 @@ def ollama_body(calls: Iterable[Call] = (), *, text: str | None = None, reasonin
     if error:
         lines.append({"error": "an error was encountered while running the model: unexpected EOF"})
         return ndjson(lines)
-    lines.append(ollama_line({}, done=True, done_reason="stop", total_duration=4883583458,
+    lines.append(ollama_line({}, done=True, reason_first=not with_ids, done_reason="stop", total_duration=4883583458,
                              load_duration=1334875, prompt_eval_count=212, prompt_eval_duration=342546000,
                              eval_count=38, eval_duration=4535599000))
     return ndjson(lines)

@@ -242,7 +242,7 @@ METRICS = ("total_duration", "load_duration", "prompt_eval_count", "prompt_eval_
 
 
 def last_line(message_fields=None, reason="stop", reason_first=True, **metrics):
-    """Return a last line; Ollama's server writes done_reason before done (reason_first=False: after it)."""
+    """Return a last line: older servers write done_reason before done, newer ones after it."""
     obj = message(**(message_fields or {}))
     del obj["done"]
     if reason is not None and reason_first:

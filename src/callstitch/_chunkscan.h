@@ -1428,7 +1428,7 @@ typedef struct {
  *   {"model":S,"created_at":S,"message":{"role":S,"content":S[,"thinking":S]
  *    [,"tool_calls":[{["id":S,]"function":{["index":N,]"name":S,"arguments":{..}}},..]]},
  *    "done":false}  or  ["done_reason":S,]"done":true[,"total_duration":N] … [,"eval_duration":N]}
- *   (a done_reason after "done":true is taken as well)
+ *   (or "done":true,"done_reason":S, as newer servers write it)
  * Returns the number of calls (0 for a line without) with line and calls
  * filled, or -1 when the line is anything else or has more than max calls:
  * the caller then reads it the general way.  Every part is checked as
@@ -1511,7 +1511,7 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *
         p += sizeof("},\"done\":false}") - 1;
         return p == e ? count : -1;
     }
-    /* Go writes done_reason before done (the struct's order); done after it is taken too. */
+    /* Go writes a struct's fields in order: older servers put done_reason before done, newer ones after it. */
     CS_OLIT("},");
     if (CS_AT("\"done_reason\":\"")) {
         p += sizeof("\"done_reason\":\"") - 1;
