@@ -184,10 +184,30 @@ def test_text_lines_in_the_server_shape(both, text):
     b'{"model":7,"created_at":"t","message":{"role":"assistant","content":"a"},"done":false}',
     b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"a"},"done":false,"x":1}',
     b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"a\xc3"},"done":false}',  # cut character
+    b'{"model":"m","remote_model":5,"created_at":"t","message":{"role":"assistant","content":"a"},"done":false}',
+    b'{"model":"m","remote_host":"h","remote_model":"r","created_at":"t","message":{"role":"assistant",'
+    b'"content":"a"},"done":false}',                                                # remote fields out of order
 ])
 def test_lines_almost_in_the_server_shape(both, bad):
     # Each is read the general way (or reported) exactly as the other twin does.
     agree(both, go_line(message(content="x")) + bad + b"\n" + go_line(DONE))
+
+
+@pytest.mark.parametrize("remote", [{"remote_model": "gpt-oss:120b"}, {"remote_host": "https://ollama.com:443"},
+                                    {"remote_model": "gpt-oss:120b", "remote_host": "https://ollama.com:443"}])
+def test_lines_of_a_cloud_model_in_the_server_shape(both, remote):
+    # A cloud model run through a local server: the remote fields come right after model.
+    def cloud(obj):
+        return {"model": obj.pop("model"), **remote, **obj}
+
+    call = {"id": "call_1", "function": {"index": 0, "name": "f", "arguments": {"q": "<x>"}}}
+    body = (go_line(cloud(message(thinking="t"))) + go_line(cloud(message(content="a", tool_calls=[call])))
+            + go_line(cloud({"model": "m", "created_at": "t", "message": {"role": "assistant", "content": ""},
+                             "done": True, "done_reason": "stop", "eval_count": 3})))
+    result = agree(both, body)
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [("call_1", "f", {"q": "<x>"})]
+    assert (result.text, result.reasoning, result.finish_reason, result.usage) == ("a", "t", "stop", {"eval_count": 3})
+    assert not result.errors
 
 
 def go_call(name, arguments, call_id=None, index=None):

@@ -1425,7 +1425,7 @@ typedef struct {
  * shape its server writes (Go's encoding/json: no whitespace, struct fields
  * in order, empty ones left out), carrying text, tool calls or both, or the
  * last line with its counts:
- *   {"model":S,"created_at":S,"message":{"role":S,"content":S[,"thinking":S]
+ *   {"model":S[,"remote_model":S][,"remote_host":S],"created_at":S,"message":{"role":S,"content":S[,"thinking":S]
  *    [,"tool_calls":[{["id":S,]"function":{["index":N,]"name":S,"arguments":{..}}},..]]},
  *    "done":false}  or  ["done_reason":S,]"done":true[,"total_duration":N] … [,"eval_duration":N]}
  *   (or "done":true,"done_reason":S, as newer servers write it)
@@ -1452,6 +1452,14 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *
 #define CS_AT(lit) (e - p >= (ptrdiff_t)sizeof(lit) - 1 && cs_same(p, lit, sizeof(lit) - 1))
     CS_OLIT("{\"model\":\"");
     CS_OSTR((cs_span *)NULL);
+    if (CS_AT(",\"remote_model\":\"")) {        /* a cloud model run through a local server */
+        p += sizeof(",\"remote_model\":\"") - 1;
+        CS_OSTR((cs_span *)NULL);
+    }
+    if (CS_AT(",\"remote_host\":\"")) {
+        p += sizeof(",\"remote_host\":\"") - 1;
+        CS_OSTR((cs_span *)NULL);
+    }
     CS_OLIT(",\"created_at\":\"");
     CS_OSTR((cs_span *)NULL);
     CS_OLIT(",\"message\":{\"role\":\"");
