@@ -1425,7 +1425,8 @@ typedef struct {
  * shape its server writes (Go's encoding/json: no whitespace, struct fields
  * in order, empty ones left out), carrying text, tool calls or both, or the
  * last line with its counts:
- *   {"model":S[,"remote_model":S][,"remote_host":S],"created_at":S,"message":{"role":S,"content":S[,"thinking":S]
+ *   {"model":S[,"remote_model":S][,"remote_host":S],"created_at":S,
+ *    "message":{"role":S,"content":S[,"thinking":S]
  *    [,"tool_calls":[{["id":S,]"function":{["index":N,]"name":S,"arguments":{..}}},..]]},
  *    "done":false}  or  ["done_reason":S,]"done":true[,"total_duration":N] … [,"eval_duration":N]}
  *   (or "done":true,"done_reason":S, as newer servers write it)
