@@ -24,7 +24,6 @@ from ._results import ToolCall
 from ._state import RawJSON, StreamState
 from . import _anthropic, _gemini
 from ._gemini import _VALUE_KEYS
-from ._ollama import finish as _ollama_finish
 from ._text import argument_bytes, encode_fragment, escape_surrogate
 from orjson import dumps as _dumps, loads as _loads
 
@@ -371,6 +370,7 @@ cdef int _Q_RESENT_NAME = Q_RESENT_NAME
 # orjson writes no JSON value more than 4.5 times as long as it can be sent (1e15 becomes
 # 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.
 cdef Py_ssize_t _GROWTH = 5
+cdef object _ZERO = 0  # the int 0 (one object in CPython): choice 0's key
 
 cdef frozenset _KNOWN_FORMATS = frozenset(_dispatch.FORMATS)
 cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
@@ -481,6 +481,7 @@ cdef class Accumulator:
     cdef list _slots
     cdef dict _choices
     cdef dict _texts
+    cdef list _texts0  # _texts[0], once there
     cdef bint _fast
     cdef int _fmt
     cdef object _result
@@ -1003,7 +1004,8 @@ cdef class Accumulator:
             if event is None and cs_scan_chat_chunk(data, n, self._chunk):
                 self._apply_chunk()
                 return 0
-        elif self._fmt != FMT_OTHER and event != "error" and self._fast_event(event, data, n):
+        # (event is None first: several formats name no events, and None != "error" is a slow comparison)
+        elif self._fmt != FMT_OTHER and (event is None or event != "error") and self._fast_event(event, data, n):
             return 0
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
@@ -1498,7 +1500,12 @@ cdef class Accumulator:
                 usage["prompt_eval_count"] = _value(&line.prompt_eval_count)
             if line.eval_count.kind != CS_T_ABSENT:
                 usage["eval_count"] = _value(&line.eval_count)
-            _ollama_finish(self, self._state, _span_str(&line.reason), usage)
+            # What _ollama.finish does, without the calls through Python.
+            if usage:
+                self._state.usage = usage
+            reason = _span_str(&line.reason)
+            self._state.finish(0, "stop" if reason is None else reason)
+            self._complete_all()
         return 1
 
     cdef int _complete_all(self) except -1:
@@ -1621,12 +1628,18 @@ cdef class Accumulator:
         return 0
 
     cdef _Text _text_buf(self, object number, int which):
-        cdef list texts = self._texts.get(number)
-        if texts is None:
-            if len(self._texts) >= self._max_choices:
-                self._cap("choices")
-                return None
-            texts = self._texts[number] = [None, None, None]
+        cdef list texts
+        if number is _ZERO and self._texts0 is not None:
+            texts = self._texts0  # choice 0, nearly always the only one: no dict lookup
+        else:
+            texts = self._texts.get(number)
+            if texts is None:
+                if len(self._texts) >= self._max_choices:
+                    self._cap("choices")
+                    return None
+                texts = self._texts[number] = [None, None, None]
+            if number is _ZERO:
+                self._texts0 = texts
         t = texts[which]
         if t is None:
             t = texts[which] = _Text()

@@ -46,7 +46,10 @@ def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
 
 
 def finish(acc: Any, state: Any, reason: Any, usage: dict) -> None:
-    """Apply the last line (done: true): its reason, its token counts, the end of every call (both twins)."""
+    """Apply the last line (done: true): its reason, its token counts, the end of every call.
+
+    The compiled twin's in-place reader does the same itself.
+    """
     if usage:
         state.usage = usage
     state.finish(0, reason if type(reason) is str else "stop")
