@@ -370,7 +370,6 @@ cdef int _Q_RESENT_NAME = Q_RESENT_NAME
 # orjson writes no JSON value more than 4.5 times as long as it can be sent (1e15 becomes
 # 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.
 cdef Py_ssize_t _GROWTH = 5
-cdef object _ZERO = 0  # the int 0 (one object in CPython): choice 0's key
 
 cdef frozenset _KNOWN_FORMATS = frozenset(_dispatch.FORMATS)
 cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
@@ -481,7 +480,6 @@ cdef class Accumulator:
     cdef list _slots
     cdef dict _choices
     cdef dict _texts
-    cdef list _texts0  # _texts[0], once there
     cdef bint _fast
     cdef int _fmt
     cdef object _result
@@ -1628,18 +1626,12 @@ cdef class Accumulator:
         return 0
 
     cdef _Text _text_buf(self, object number, int which):
-        cdef list texts
-        if number is _ZERO and self._texts0 is not None:
-            texts = self._texts0  # choice 0, nearly always the only one: no dict lookup
-        else:
-            texts = self._texts.get(number)
-            if texts is None:
-                if len(self._texts) >= self._max_choices:
-                    self._cap("choices")
-                    return None
-                texts = self._texts[number] = [None, None, None]
-            if number is _ZERO:
-                self._texts0 = texts
+        cdef list texts = self._texts.get(number)
+        if texts is None:
+            if len(self._texts) >= self._max_choices:
+                self._cap("choices")
+                return None
+            texts = self._texts[number] = [None, None, None]
         t = texts[which]
         if t is None:
             t = texts[which] = _Text()
