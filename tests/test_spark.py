@@ -136,6 +136,8 @@ def _records(rows, key: str, source: str | None = None) -> list[dict]:
             record["raw_arguments"] = row["raw_arguments"]
         else:
             assert row["raw_arguments"] is None
+        if row["reason"] is not None:  # arguments too deep to write as JSON
+            record["reason"] = row["reason"]
         out.append(record)
     return out
 
@@ -299,7 +301,7 @@ def test_schema_and_keep(spark):
     df = spark.createDataFrame([(1, "a", 2.5, b"")], "k long, tag string, score double, body binary")
     out = cs_spark.reassemble(df)
     assert out.columns == ["k", "tag", "score", "choice", "index", "id", "name", "arguments", "error", "quirks",
-                           "raw_arguments", "format", "stream_errors"]
+                           "raw_arguments", "reason", "format", "stream_errors"]
     assert out.schema["quirks"].dataType == T.ArrayType(T.StringType())
     assert cs_spark.reassemble(df, keep=["tag", "body"]).columns[:2] == ["tag", "body"]
     assert cs_spark.reassemble(df, keep=()).columns[0] == "choice"
@@ -354,3 +356,27 @@ def test_lone_surrogates_do_not_fail_the_task(spark):
     df = spark.createDataFrame([(1, body)], "k int, body binary")
     (row,) = cs_spark.reassemble(df).collect()
     assert (row.id, row.name, row.arguments) == ("c\ufffd", "f\ufffdx", '{"a":1}')
+
+
+def _chat(arguments: str, call_id: str) -> str:
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": call_id, "type": "function", "function": {"name": "f", "arguments": arguments}}]}}]}
+    return "data: " + orjson.dumps(chunk).decode() + "\n\ndata: [DONE]\n\n"
+
+
+def test_a_1000_deep_call_is_written_raw_with_its_reason(spark, tmp_path):
+    # orjson reads arguments nested up to 1,023 deep but writes only 254 levels; the fallback
+    # raised RecursionError past ~1,000, which failed the task, and with it the job.
+    deep = '{"a":' + "[" * 999 + "]" * 999 + "}"
+    mid = '{"a":' + "[" * 299 + "]" * 299 + "}"  # too deep for orjson to write, not for the fallback
+    bodies = [_chat('{"x": 1}', "before"), _chat(deep, "deep"), _chat(mid, "mid"), _chat('{"y": 2}', "after")]
+    path = _log(tmp_path, bodies)
+    expected, problems = _expected([path], field="body")
+    df = spark.createDataFrame(list(enumerate(bodies)), "line long, body string")
+    rows = _collect(cs_spark.reassemble(df), "line")
+    assert [r["id"] for r in rows] == ["before", "deep", "mid", "after"]
+    assert rows[1]["arguments"] is None and rows[1]["error"] is None and rows[1]["raw_arguments"] == deep
+    assert rows[1]["reason"] == "arguments nested deeper than 500 levels: kept as raw_arguments only"
+    assert orjson.loads(rows[2]["arguments"]) == orjson.loads(mid) and rows[2]["reason"] is None
+    assert _records(rows, "line", path) == expected  # the CLI writes the same
+    assert [p[4] for p in problems] == ["arguments not written"]
