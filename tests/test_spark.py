@@ -380,3 +380,75 @@ def test_a_1000_deep_call_is_written_raw_with_its_reason(spark, tmp_path):
     assert orjson.loads(rows[2]["arguments"]) == orjson.loads(mid) and rows[2]["reason"] is None
     assert _records(rows, "line", path) == expected  # the CLI writes the same
     assert [p[4] for p in problems] == ["arguments not written"]
+
+
+def _hostile_bodies() -> list[bytes | None]:
+    """Bodies no one should send, seeded: random bytes, HTML, deep JSON, huge lines, NULs, nulls, cut streams."""
+    rng = __import__("random").Random(18)
+    good = [b for b, _ in workload.responses(4, seed=8)]
+    deep_call = _chat('{"a":' + "[" * 999 + "]" * 999 + "}", "deep").encode()
+    bodies: list[bytes | None] = [
+        None, b"", b"\x00" * 4096, b"<html><body><h1>502 Bad Gateway</h1></body></html>",
+        b"data: " + b"[" * 300_000 + b"\n\n", b"data: " + b"{" * 2000 + b"\n\n" + good[0],
+        b"data: " + b"x" * (3 << 20),                             # a 3 MiB line that never ends
+        b"data: {" + b"y" * (2 << 20) + b"\n\n" + good[1],         # a 2 MiB bad line, then a stream
+        deep_call, deep_call[: len(deep_call) // 2], good[2][: len(good[2]) // 3],
+        b"event: error\ndata: {\"type\":\"error\"}\n\n", b"\xef\xbb\xbf\r\n\r\n" + good[3],
+        b'{"done": true}\n' * 50, b"data: [DONE]\n\n" * 3,
+    ]
+    for _ in range(25):
+        body = rng.choice(good)
+        cut = rng.randrange(len(body))
+        bodies.append(rng.choice([rng.randbytes(rng.randrange(1, 3000)), body[:cut] + rng.randbytes(50) + body[cut:],
+                                  body[:cut], body.replace(b"\n", b"\r\n"), body[cut:]]))
+    return bodies
+
+
+def _rows_for(result) -> int:
+    return len(result.tool_calls) or (1 if result.errors else 0)
+
+
+def test_hostile_bodies_give_one_row_per_call_or_error(spark):
+    bodies = _hostile_bodies()
+    df = spark.createDataFrame(list(enumerate(bodies)), "k long, body binary")
+    rows = _collect(cs_spark.reassemble(df, limits=callstitch.Limits(event_bytes=1 << 20)), "k")
+    by_key: dict = {}
+    for r in rows:
+        by_key.setdefault(r["k"], []).append(r)
+    for k, body in enumerate(bodies):
+        got = by_key.get(k, [])
+        if body is None:
+            assert [r["stream_errors"] for r in got] == [["no body: the body column is null"]]
+            continue
+        want = callstitch.reassemble(body, format="auto", limits=callstitch.Limits(event_bytes=1 << 20))
+        assert len(got) == _rows_for(want), k
+        assert [r["stream_errors"] for r in got] == [[str(e) for e in want.errors]] * len(got), k
+        for row, call in zip(got, want.tool_calls):
+            assert (row["id"], row["name"], row["error"]) == (call.id, call.name, call.error and str(call.error)), k
+            if row["arguments"] is not None:
+                assert orjson.loads(row["arguments"]) == call.arguments
+            else:
+                assert row["raw_arguments"] == call.raw_arguments
+    assert sum(map(len, by_key.values())) == len(rows) > len(bodies) // 2
+
+
+def test_hostile_chunk_lists_give_one_row_per_call_or_error(spark):
+    good = _chunk_lists()[:3]
+    lists = [None, [], [None], ["null"], ["{"], ["[" * 5000], ["{" + '"a":' * 3000 + "1"], ["x" * (1 << 20)],
+             good[0] + ["\x00garbage"], [c for c in good[1]] + [None], ["{}"] * 200, good[2]]
+    df = spark.createDataFrame(list(enumerate(lists)), "k long, chunks array<string>")
+    rows = _collect(cs_spark.reassemble(df, body_col="chunks"), "k")
+    keys = [r["k"] for r in rows]
+    for k, chunks in enumerate(lists):
+        n = keys.count(k)
+        if chunks is None:
+            assert n == 1
+            continue
+        acc = callstitch.Accumulator(format="auto")
+        try:
+            for c in chunks:
+                acc.feed_chunk(c)
+            want = _rows_for(acc.finalize())
+        except (TypeError, ValueError):  # the job gives such a list one error row
+            want = 1
+        assert n == want, (k, n, want)
