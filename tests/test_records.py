@@ -150,6 +150,14 @@ def test_integers_beyond_64_bits_and_lone_surrogates_are_written_exactly():
     assert "東京".encode() in line  # readable text stays as it is
 
 
+def test_records_read_back_exactly():
+    # orjson alone read an integer beyond 64 bits back as a float (found by fuzz/fuzz_records.py).
+    arguments = {"big": [2**64, -(2**70)], "id": "12345678901234567890123"}
+    line, _ = call_line(ToolCall("c", "f", 0, 0, arguments, "{}"))
+    assert read_record(line)["arguments"] == arguments
+    assert type(read_record(line)["arguments"]["big"][0]) is int
+
+
 def test_a_value_holding_itself_is_written_as_text():
     loop: dict = {}
     loop["self"] = loop

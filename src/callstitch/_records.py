@@ -130,12 +130,23 @@ def call_line(call: Any) -> tuple[bytes, str | None]:
     return line + b"\n", reason
 
 
+# orjson reads an integer beyond 64 bits as a float, without a word: a line with a run of 20
+# digits (which such an integer needs) is read by the standard library, which keeps it exact.
+_LONG_DIGITS = re.compile(rb"[0-9]{20}")
+
+
 def read_record(line: bytes) -> dict:
-    """Return the record of one JSON line written here (orjson; the standard library for a lone surrogate's escape)."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
+    """Return the record of one JSON line written here, exactly as it was written.
+
+    orjson, except for a line that may hold an integer beyond 64 bits or holds a lone surrogate's
+    escape (which orjson refuses): the standard library reads those.
+    """
+    if _LONG_DIGITS.search(line) is None:
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(line)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
