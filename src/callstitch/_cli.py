@@ -21,7 +21,8 @@ Read captured streamed LLM responses and print one JSON line per tool call:
   {"source": PATH, "stream": N, "choice": C, "index": I, "id": ..., "name": ...,
    "arguments": {...} | null, "error": null | "message", "quirks": [...]}
 
-plus "raw_arguments" (the text as received) when the arguments did not parse.
+plus "raw_arguments" (the text as received) when the arguments did not parse,
+and "reason" with it when they are nested too deep (over 500 levels) to write.
 
 Inputs: files, directories (walked recursively; files named *.sse, *.txt, *.ndjson,
 *.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not),
