@@ -18,7 +18,8 @@ import pytest
 
 import callstitch
 from callstitch import _batch
-from callstitch._records import MAX_DEPTH, Unwritable, call_line, nesting, read_record, record_json, to_json
+from callstitch._records import (MAX_DEPTH, Unwritable, call_line, nesting, read_record, read_records,
+                                 record_json, to_json)
 from callstitch._results import ToolCall
 
 
@@ -156,6 +157,11 @@ def test_records_read_back_exactly():
     line, _ = call_line(ToolCall("c", "f", 0, 0, arguments, "{}"))
     assert read_record(line)["arguments"] == arguments
     assert type(read_record(line)["arguments"]["big"][0]) is int
+    plain, _ = call_line(ToolCall("c", "f", 0, 0, {"x": 1}, "{}"))
+    lone, _ = call_line(ToolCall("c\ud800", "f", 0, 0, {"x": 1}, "{}"))
+    for chunk in (plain + line + lone, plain + lone):  # a chunk with a long digit run, one without
+        assert list(read_records(chunk)) == [read_record(part) for part in chunk.splitlines()]
+    assert [r["id"] for r in read_records(plain + lone)] == ["c", "c\ud800"]
 
 
 def test_a_value_holding_itself_is_written_as_text():

@@ -32,7 +32,7 @@ from ._accumulator import Accumulator
 from ._dispatch import check_format
 from ._framing import EVENTSTREAM, SSE, choose
 from ._limits import Limits
-from ._records import call_line, read_record
+from ._records import call_line, read_records
 from ._sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
                        sniff_compression)
 from ._split import SPLITTABLE, Splitter
@@ -769,8 +769,7 @@ class Batch:
 
     def __iter__(self) -> Iterator[dict]:
         for chunk in self.chunks():
-            for line in chunk.splitlines():
-                yield read_record(line)
+            yield from read_records(chunk)
 
     # planning
 

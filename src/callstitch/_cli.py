@@ -118,11 +118,10 @@ class _ParquetSink:
         self._cols: dict[str, list] = {name: [] for name in self.schema.names}
 
     def write(self, chunk: bytes) -> None:
-        from ._records import read_record, to_json
+        from ._records import read_records, to_json
 
         cols = self._cols
-        for line in chunk.splitlines():
-            r = read_record(line)
+        for r in read_records(chunk):
             args = r["arguments"]
             cols["source"].append(r["source"])
             cols["stream"].append(r["stream"])

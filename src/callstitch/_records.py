@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
 __all__ = ["MAX_DEPTH", "Unwritable", "nesting", "to_json", "arguments_json", "record_json", "call_line", "raw_text",
-           "read_record",
+           "read_record", "read_records",
            "utf8_text"]
 
 # Arguments nested deeper than this are written as their raw text. A fixed figure, not the
@@ -132,7 +132,10 @@ def call_line(call: Any) -> tuple[bytes, str | None]:
 
 # orjson reads an integer beyond 64 bits as a float, without a word: a line with a run of 20
 # digits (which such an integer needs) is read by the standard library, which keeps it exact.
-_LONG_DIGITS = re.compile(rb"[0-9]{20}")
+# Found as every digit mapped to "0" and everything else to " ", then one substring search: two
+# C passes over the text, where a regular expression costs ten times as much.
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"0" * 20
 
 
 def read_record(line: bytes) -> dict:
@@ -141,12 +144,26 @@ def read_record(line: bytes) -> dict:
     orjson, except for a line that may hold an integer beyond 64 bits or holds a lone surrogate's
     escape (which orjson refuses): the standard library reads those.
     """
-    if _LONG_DIGITS.search(line) is None:
+    if _LONG_RUN not in line.translate(_DIGITS_ONLY):
         try:
             return orjson.loads(line)
         except orjson.JSONDecodeError:
             pass
     return json.loads(line)
+
+
+def read_records(chunk: bytes) -> Iterator[dict]:
+    """Yield the record of each JSON line of chunk, as read_record does, looking for long digit runs once."""
+    if _LONG_RUN in chunk.translate(_DIGITS_ONLY):
+        for line in chunk.splitlines():
+            yield read_record(line)
+        return
+    loads = orjson.loads
+    for line in chunk.splitlines():
+        try:
+            yield loads(line)
+        except orjson.JSONDecodeError:  # a lone surrogate's escape
+            yield json.loads(line)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
