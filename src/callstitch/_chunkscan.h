@@ -757,7 +757,7 @@ static inline const unsigned char *cs_choice_obj(const unsigned char *p, const u
         case CS_K_DELTA:
             if (seen & 2u) return NULL;
             seen |= 2u;
-            if (*p == '{') p = cs_delta(p, e, out, ch);
+            if (*p == '{') { p = cs_delta(p, e, out, ch); seen |= 8u; }
             else if (cs_is_null(p, e)) p += 4;
             else return NULL;
             break;
@@ -765,6 +765,11 @@ static inline const unsigned char *cs_choice_obj(const unsigned char *p, const u
             p = cs_strnull(p, e, &ch->finish_reason);
             break;
         case CS_K_MESSAGE:
+            /* Beside a delta, a message repeats it (some servers send both): skipped. Without
+             * one, the message is the content: the general path reads it. */
+            seen |= 4u;
+            p = cs_skipv(p, e, 3);
+            break;
         case CS_K_BAD:
             return NULL;
         default:
@@ -777,6 +782,7 @@ static inline const unsigned char *cs_choice_obj(const unsigned char *p, const u
         if (r == 0) break;
     }
     if (!(seen & 1u)) return NULL;
+    if ((seen & 4u) && !(seen & 8u)) return NULL;   /* a message and no delta object */
     return p;
 }
 

@@ -55,7 +55,9 @@ def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> Non
         else:
             state.error("unexpected shape", "'delta' is not an object", offset, choice)
     # A whole (non-streamed) response has "message" where a chunk has "delta": same fields.
-    message = choice.get("message")
+    # Some servers send both in every chunk, the same fragment twice: with a delta, the
+    # message is a copy of it, not a second source.
+    message = choice.get("message") if delta is None else None
     if message is not None:
         if type(message) is dict:
             _handle_delta(acc, state, number, message, offset)
