@@ -254,7 +254,8 @@ _RESPONSES_HANDLED = frozenset((
     b"response.function_call_arguments.delta", b"response.output_text.delta",
     b"response.reasoning_summary_text.delta", b"response.reasoning_text.delta", b"response.refusal.delta",
     b"response.output_item.added", b"response.output_item.done", b"response.function_call_arguments.done",
-    b"response.completed", b"response.incomplete", b"response.failed"))
+    b"response.completed", b"response.incomplete", b"response.failed",
+    b"response.custom_tool_call_input.delta", b"response.custom_tool_call_input.done"))
 _COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end", b"citation-start",
                              b"citation-end", b"debug"))
 
@@ -415,6 +416,7 @@ cdef class _Slot:
     cdef Py_ssize_t call_nfrags
     cdef bint over  # its arguments reached Limits.call_bytes: the rest is dropped
     cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
+    cdef bint custom  # an OpenAI custom tool call: its input text is the arguments, never parsed
 
     def __cinit__(self):
         self.buf = PyByteArray_FromStringAndSize(NULL, 0)  # the other fields start as None and 0
@@ -1196,7 +1198,8 @@ cdef class Accumulator:
         if self._fmt == FMT_RESPONSES:
             if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
                 return 0
-            if v[2].kind == CS_T_STR and _is(&v[0], "response.function_call_arguments.delta", 38):
+            if v[2].kind == CS_T_STR and (_is(&v[0], "response.function_call_arguments.delta", 38) or _is(
+                    &v[0], "response.custom_tool_call_input.delta", 37)):
                 if v[1].kind != CS_T_STR:
                     return 0
                 return self._append_item(&v[1], &v[2])
@@ -1215,6 +1218,8 @@ cdef class Accumulator:
                 self._complete_slot(slot)
                 return 1
             if _is(&v[0], "response.output_item.done", 25) or _is(&v[0], "response.output_item.added", 26):
+                if _is(&v[3], "custom_tool_call", 16):
+                    return 0  # a custom (free-form) tool call: the general way
                 if not _is(&v[3], "function_call", 13):
                     # a message, reasoning, a server tool: not ours (an escaped type is read the general way)
                     return 0 if v[3].kind == CS_T_STR and v[3].has_esc else 1
@@ -1678,6 +1683,17 @@ cdef class Accumulator:
             return
         self._append(slot, data)
 
+    def _custom_fragment(self, choice, index, call_id, name, text):
+        """Route one fragment of a custom (free-form) tool call; its input text is appended as sent."""
+        cdef _Slot slot = self._route(choice, index, call_id, name)
+        if slot is None:
+            return  # over a limit: recorded, and the fragment dropped
+        slot.custom = True
+        if text:
+            data, slot.pending, bits, problem = argument_bytes(text, slot.pending)
+            slot.quirks |= bits
+            self._append(slot, data)
+
     def _whole(self, choice, call_id, name, arguments):
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
@@ -1966,7 +1982,8 @@ cdef class Accumulator:
             data = slot.buf if final else bytes(slot.buf)
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
-                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
+                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
+                                  slot.custom)
             slot.call_nfrags = slot.nfrags
         return slot.call
 
