@@ -381,7 +381,9 @@ cdef object _close = _dispatch.close
 cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
 cdef object _EVENTSTREAM = _framing.EVENTSTREAM
-cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM)  # framed here, in place
+cdef object _JSONARRAY = _framing.JSONARRAY
+cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM,
+                            _framing.JSONARRAY)  # framed here, in place
 cdef object _read_headers = _framing.read_headers
 cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
@@ -509,6 +511,11 @@ cdef class Accumulator:
     cdef bint _in_place  # the framing is known and this twin frames it itself (SSE, NDJSON, event stream)
     cdef bint _nd  # … and it is NDJSON: one JSON document per line
     cdef bint _es  # … or the AWS event stream: the state of its framing follows
+    cdef bint _ja  # … or one JSON array (Gemini without alt=sse): the state of its framing follows
+    cdef bint _ja_open  # inside the array: "[" seen, "]" not yet
+    cdef bint _ja_in  # inside an element (its bytes so far in _tail, unless they are read in place)
+    cdef bint _ja_str, _ja_esc, _ja_scalar, _ja_drop
+    cdef Py_ssize_t _ja_depth, _ja_start, _ja_size
     cdef Py_ssize_t _es_drop  # bytes still to drop of a message over Limits.event_bytes
     cdef Py_ssize_t _es_skipped  # where bytes began to be skipped after a damaged prelude, or -1
     cdef dict _es_headers  # header blocks already read (as _framing.read_headers keeps them)
@@ -593,6 +600,7 @@ cdef class Accumulator:
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
+            self._ja = self._state.framing == _JSONARRAY
         if isinstance(data, bytes):
             return self._feed(<const unsigned char *><char *>data, len(<bytes>data))
         view = memoryview(data).cast("B")
@@ -638,6 +646,8 @@ cdef class Accumulator:
             # A partial BOM was ordinary bytes after all: they stay in the tail as line text.
         if self._nd:
             return self._feed_lines(p, n)
+        if self._ja:
+            return self._feed_array(p, n)
         if self._skip_lf:
             self._skip_lf = False
             if p[0] == b'\n':
@@ -761,6 +771,110 @@ cdef class Accumulator:
             self._nd_line(p, m, self._offset)
             self._offset += m + 1
             p = nl + 1
+        return 0
+
+    cdef int _feed_array(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Frame a JSON-array body in place, exactly as _framing.JSONArrayFramer does."""
+        cdef Py_ssize_t i = 0, seg
+        cdef unsigned char c
+        cdef bint done, here
+        while i < n:
+            here = False
+            if not self._ja_in:
+                c = p[i]
+                if c == b' ' or c == b'\t' or c == b'\r' or c == b'\n' or c == b',':
+                    i += 1
+                    continue
+                if c == b'[' and not self._ja_open:  # the array opens (again, for arrays back to back)
+                    self._ja_open = True
+                    i += 1
+                    continue
+                if c == b']' and self._ja_open:  # the array ends, and with it the stream
+                    self._ja_open = False
+                    self._state.complete = True
+                    self._state.ended = True
+                    self._complete_all()
+                    i += 1
+                    continue
+                self._ja_in = True
+                self._ja_start = self._offset + i
+                self._ja_size = 0
+                self._ja_drop = False
+                self._ja_str = c == b'"'
+                self._ja_scalar = c != b'{' and c != b'[' and c != b'"'
+                self._ja_depth = 1 if c == b'{' or c == b'[' else 0
+                here = True  # the element starts in this read: it may be read in place
+                seg = i
+                i += 1
+            else:
+                seg = i
+            i, done = self._array_scan(p, i, n)
+            if done and here and not self._ja_drop:
+                self._ja_size = i - seg
+                if self._ja_size > self._max_event:
+                    line_dropped(self._state, self._max_event, self._ja_start, "array element")
+                    self._ja_drop = True
+                self._array_element(p + seg, i - seg)
+            else:
+                self._array_take(p + seg, i - seg)
+                if done:
+                    self._array_element(<const unsigned char *>PyByteArray_AS_STRING(self._tail),
+                                        PyByteArray_GET_SIZE(self._tail))
+        self._offset += n
+        return 0
+
+    cdef (Py_ssize_t, bint) _array_scan(self, const unsigned char *p, Py_ssize_t i, Py_ssize_t n):
+        """Read on inside an element from p[i]; return where its bytes in p end, and whether it ended."""
+        cdef unsigned char c
+        while i < n:
+            c = p[i]
+            if self._ja_esc:
+                self._ja_esc = False
+            elif self._ja_scalar:
+                if (c == b' ' or c == b'\t' or c == b'\r' or c == b'\n' or c == b',' or c == b'[' or c == b']'
+                        or c == b'{' or c == b'}' or c == b'"'):
+                    return i, True  # the separator is not the element's
+            elif self._ja_str:
+                if c == b'\\':
+                    self._ja_esc = True  # the next byte is escaped, even in the next read
+                elif c == b'"':
+                    self._ja_str = False
+                    if self._ja_depth <= 0:
+                        return i + 1, True
+            elif c == b'"':
+                self._ja_str = True
+            elif c == b'{' or c == b'[':
+                self._ja_depth += 1
+            elif c == b'}' or c == b']':
+                self._ja_depth -= 1
+                if self._ja_depth <= 0:
+                    return i + 1, True
+            i += 1
+        return n, False
+
+    cdef int _array_take(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Keep n more bytes of the element being received, within Limits.event_bytes."""
+        self._ja_size += n
+        if self._ja_drop:
+            return 0
+        if self._ja_size > self._max_event:
+            line_dropped(self._state, self._max_event, self._ja_start, "array element")
+            self._ja_drop = True
+            del self._tail[:]
+            return 0
+        self._tail.extend((<const char *>p)[:n])
+        return 0
+
+    cdef int _array_element(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """The element being received is whole: hand it over (unless it was dropped), as _finish does."""
+        cdef bint dropped = self._ja_drop
+        self._ja_in = self._ja_str = self._ja_esc = self._ja_scalar = self._ja_drop = False
+        self._ja_depth = 0
+        if not dropped and n:
+            self._event_name = None
+            self._data_offset = self._ja_start
+            self._dispatch_payload(p, n)
+        del self._tail[:]
         return 0
 
     cdef int _feed_messages(self, const unsigned char *p, Py_ssize_t n) except -1:
@@ -1035,6 +1149,7 @@ cdef class Accumulator:
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
+            self._ja = self._state.framing == _JSONARRAY
             self._feed_data(data)
         if self._es:
             # What _framing.EventStreamFramer.end does.
@@ -1050,6 +1165,12 @@ cdef class Accumulator:
                 _framing.ends_inside(self._state, bytes(self._tail), self._offset)
                 self._offset += m
                 del self._tail[:]
+            _close(self, self._state)
+            return 0
+        if self._ja:
+            if self._ja_in:  # an element the stream left unfinished: handed over as it is, as end() does
+                tail = bytes(self._tail)
+                self._array_element(<const unsigned char *><char *>tail, len(tail))
             _close(self, self._state)
             return 0
         if self._nd:

@@ -1,11 +1,11 @@
 """Framings other than SSE: NDJSON, the AWS event stream, a JSON array, and telling which one a body uses.
 
 SSE, by far the most common, is framed by the accumulator twins themselves (it is on the hot
-path); the compiled twin frames NDJSON and the event stream in place as well. The framers here
-serve the pure-Python twin and hand each event back to its ``_event``; they are what the
-compiled twin's framing must match byte for byte, and the event stream's messages and errors
-are written once, in the helpers below EventStreamFramer, for both. The JSON array (Gemini's
-``streamGenerateContent`` without ``alt=sse``) is framed here for both twins.
+path); the compiled twin frames NDJSON, the event stream and the JSON array (Gemini's
+``streamGenerateContent`` without ``alt=sse``) in place as well. The framers here serve the
+pure-Python twin and hand each event back to its ``_event``; they are what the compiled twin's
+framing must match byte for byte, and the event stream's messages and errors are written once,
+in the helpers below EventStreamFramer, for both.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ def choose(head: bytes, final: bool = False) -> str | None:
         # An event-stream message starts with its length: a zero byte for any message under 16 MiB,
         # and no text framing starts with one. A damaged first prelude is the framer's to report.
         return EVENTSTREAM
+    if len(head) < 3 and _BOM.startswith(head) and not final:
+        return None  # a BOM may be arriving a byte at a time: its end will tell
     text = head[3:] if head.startswith(_BOM) else head
     text = text.lstrip(_WHITESPACE)
     if not text:
