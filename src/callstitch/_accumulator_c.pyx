@@ -1811,7 +1811,7 @@ cdef class Accumulator:
             return  # over a limit: recorded, and the fragment dropped
         slot.custom = True
         if text:
-            data, slot.pending, bits, problem = argument_bytes(text, slot.pending)
+            data, slot.pending, bits, _ = argument_bytes(text, slot.pending)  # text: always a str
             slot.quirks |= bits
             self._append(slot, data)
 

@@ -25,17 +25,11 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     if type(kind) is not str:
         return  # like any event type it does not know (JSON values may be unhashable: no lookups)
     notes = state.notes
-    if kind == "response.function_call_arguments.delta":
+    if kind == "response.function_call_arguments.delta" or kind == "response.custom_tool_call_input.delta":
+        # A custom tool call's input streams as function arguments do (its item says it is custom).
         item, delta = obj.get("item_id"), obj.get("delta")
         if type(item) is str and item in notes.get("calls", ()) and type(delta) is str:
             if delta:  # an empty delta brings nothing: the done event's arguments still count
-                notes["streamed"].add(item)
-            acc._fragment(0, state.key(item), None, None, delta)
-    elif kind == "response.custom_tool_call_input.delta":
-        # A custom tool call's input, streamed as function arguments are (the item says it is custom).
-        item, delta = obj.get("item_id"), obj.get("delta")
-        if type(item) is str and item in notes.get("calls", ()) and type(delta) is str:
-            if delta:
                 notes["streamed"].add(item)
             acc._fragment(0, state.key(item), None, None, delta)
     elif kind in _TEXT:
