@@ -260,6 +260,12 @@ _COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end",
                              b"citation-end", b"debug"))
 
 
+cdef inline bint _plainly_sse(unsigned char first):
+    """Tell whether a body starting with this byte is SSE whatever follows (as _framing.choose decides)."""
+    return not (first == b' ' or first == b'\t' or first == b'\r' or first == b'\n' or first == 0xEF
+                or first == b'[' or first == b'{' or first == 0)
+
+
 cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
     """Tell whether a located value is the string text (compared as sent: escapes never match)."""
     return v.kind == CS_T_STR and v.n == n and not v.has_esc and cs_same(v.p, text, n)
@@ -594,9 +600,13 @@ cdef class Accumulator:
                 data = bytes(data)
             if not data:
                 return 0
-            data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
-            if data is None:
-                return 0
+            if self._fmt == FMT_GEMINI and _plainly_sse((<bytes>data)[0]) and not self._state.head:
+                # What _framing.choose() decides for it, without the call: Gemini with alt=sse.
+                self._state.framing = _SSE
+            else:
+                data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
+                if data is None:
+                    return 0
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
