@@ -254,9 +254,16 @@ _RESPONSES_HANDLED = frozenset((
     b"response.function_call_arguments.delta", b"response.output_text.delta",
     b"response.reasoning_summary_text.delta", b"response.reasoning_text.delta", b"response.refusal.delta",
     b"response.output_item.added", b"response.output_item.done", b"response.function_call_arguments.done",
-    b"response.completed", b"response.incomplete", b"response.failed"))
+    b"response.completed", b"response.incomplete", b"response.failed",
+    b"response.custom_tool_call_input.delta", b"response.custom_tool_call_input.done"))
 _COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end", b"citation-start",
                              b"citation-end", b"debug"))
+
+
+cdef inline bint _plainly_sse(unsigned char first):
+    """Tell whether a body starting with this byte is SSE whatever follows (as _framing.choose decides)."""
+    return not (first == b' ' or first == b'\t' or first == b'\r' or first == b'\n' or first == 0xEF
+                or first == b'[' or first == b'{' or first == 0)
 
 
 cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
@@ -380,7 +387,9 @@ cdef object _close = _dispatch.close
 cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
 cdef object _EVENTSTREAM = _framing.EVENTSTREAM
-cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM)  # framed here, in place
+cdef object _JSONARRAY = _framing.JSONARRAY
+cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM,
+                            _framing.JSONARRAY)  # framed here, in place
 cdef object _read_headers = _framing.read_headers
 cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
@@ -415,6 +424,7 @@ cdef class _Slot:
     cdef Py_ssize_t call_nfrags
     cdef bint over  # its arguments reached Limits.call_bytes: the rest is dropped
     cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
+    cdef bint custom  # an OpenAI custom tool call: its input text is the arguments, never parsed
 
     def __cinit__(self):
         self.buf = PyByteArray_FromStringAndSize(NULL, 0)  # the other fields start as None and 0
@@ -507,6 +517,11 @@ cdef class Accumulator:
     cdef bint _in_place  # the framing is known and this twin frames it itself (SSE, NDJSON, event stream)
     cdef bint _nd  # … and it is NDJSON: one JSON document per line
     cdef bint _es  # … or the AWS event stream: the state of its framing follows
+    cdef bint _ja  # … or one JSON array (Gemini without alt=sse): the state of its framing follows
+    cdef bint _ja_open  # inside the array: "[" seen, "]" not yet
+    cdef bint _ja_in  # inside an element (its bytes so far in _tail, unless they are read in place)
+    cdef bint _ja_str, _ja_esc, _ja_scalar, _ja_drop
+    cdef Py_ssize_t _ja_depth, _ja_start, _ja_size
     cdef Py_ssize_t _es_drop  # bytes still to drop of a message over Limits.event_bytes
     cdef Py_ssize_t _es_skipped  # where bytes began to be skipped after a damaged prelude, or -1
     cdef dict _es_headers  # header blocks already read (as _framing.read_headers keeps them)
@@ -585,12 +600,17 @@ cdef class Accumulator:
                 data = bytes(data)
             if not data:
                 return 0
-            data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
-            if data is None:
-                return 0
+            if self._fmt == FMT_GEMINI and _plainly_sse((<bytes>data)[0]) and not self._state.head:
+                # What _framing.choose() decides for it, without the call: Gemini with alt=sse.
+                self._state.framing = _SSE
+            else:
+                data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
+                if data is None:
+                    return 0
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
+            self._ja = self._state.framing == _JSONARRAY
         if isinstance(data, bytes):
             return self._feed(<const unsigned char *><char *>data, len(<bytes>data))
         view = memoryview(data).cast("B")
@@ -636,6 +656,8 @@ cdef class Accumulator:
             # A partial BOM was ordinary bytes after all: they stay in the tail as line text.
         if self._nd:
             return self._feed_lines(p, n)
+        if self._ja:
+            return self._feed_array(p, n)
         if self._skip_lf:
             self._skip_lf = False
             if p[0] == b'\n':
@@ -759,6 +781,110 @@ cdef class Accumulator:
             self._nd_line(p, m, self._offset)
             self._offset += m + 1
             p = nl + 1
+        return 0
+
+    cdef int _feed_array(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Frame a JSON-array body in place, exactly as _framing.JSONArrayFramer does."""
+        cdef Py_ssize_t i = 0, seg
+        cdef unsigned char c
+        cdef bint done, here
+        while i < n:
+            here = False
+            if not self._ja_in:
+                c = p[i]
+                if c == b' ' or c == b'\t' or c == b'\r' or c == b'\n' or c == b',':
+                    i += 1
+                    continue
+                if c == b'[' and not self._ja_open:  # the array opens (again, for arrays back to back)
+                    self._ja_open = True
+                    i += 1
+                    continue
+                if c == b']' and self._ja_open:  # the array ends, and with it the stream
+                    self._ja_open = False
+                    self._state.complete = True
+                    self._state.ended = True
+                    self._complete_all()
+                    i += 1
+                    continue
+                self._ja_in = True
+                self._ja_start = self._offset + i
+                self._ja_size = 0
+                self._ja_drop = False
+                self._ja_str = c == b'"'
+                self._ja_scalar = c != b'{' and c != b'[' and c != b'"'
+                self._ja_depth = 1 if c == b'{' or c == b'[' else 0
+                here = True  # the element starts in this read: it may be read in place
+                seg = i
+                i += 1
+            else:
+                seg = i
+            i, done = self._array_scan(p, i, n)
+            if done and here and not self._ja_drop:
+                self._ja_size = i - seg
+                if self._ja_size > self._max_event:
+                    line_dropped(self._state, self._max_event, self._ja_start, "array element")
+                    self._ja_drop = True
+                self._array_element(p + seg, i - seg)
+            else:
+                self._array_take(p + seg, i - seg)
+                if done:
+                    self._array_element(<const unsigned char *>PyByteArray_AS_STRING(self._tail),
+                                        PyByteArray_GET_SIZE(self._tail))
+        self._offset += n
+        return 0
+
+    cdef (Py_ssize_t, bint) _array_scan(self, const unsigned char *p, Py_ssize_t i, Py_ssize_t n):
+        """Read on inside an element from p[i]; return where its bytes in p end, and whether it ended."""
+        cdef unsigned char c
+        while i < n:
+            c = p[i]
+            if self._ja_esc:
+                self._ja_esc = False
+            elif self._ja_scalar:
+                if (c == b' ' or c == b'\t' or c == b'\r' or c == b'\n' or c == b',' or c == b'[' or c == b']'
+                        or c == b'{' or c == b'}' or c == b'"'):
+                    return i, True  # the separator is not the element's
+            elif self._ja_str:
+                if c == b'\\':
+                    self._ja_esc = True  # the next byte is escaped, even in the next read
+                elif c == b'"':
+                    self._ja_str = False
+                    if self._ja_depth <= 0:
+                        return i + 1, True
+            elif c == b'"':
+                self._ja_str = True
+            elif c == b'{' or c == b'[':
+                self._ja_depth += 1
+            elif c == b'}' or c == b']':
+                self._ja_depth -= 1
+                if self._ja_depth <= 0:
+                    return i + 1, True
+            i += 1
+        return n, False
+
+    cdef int _array_take(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Keep n more bytes of the element being received, within Limits.event_bytes."""
+        self._ja_size += n
+        if self._ja_drop:
+            return 0
+        if self._ja_size > self._max_event:
+            line_dropped(self._state, self._max_event, self._ja_start, "array element")
+            self._ja_drop = True
+            del self._tail[:]
+            return 0
+        self._tail.extend((<const char *>p)[:n])
+        return 0
+
+    cdef int _array_element(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """The element being received is whole: hand it over (unless it was dropped), as _finish does."""
+        cdef bint dropped = self._ja_drop
+        self._ja_in = self._ja_str = self._ja_esc = self._ja_scalar = self._ja_drop = False
+        self._ja_depth = 0
+        if not dropped and n:
+            self._event_name = None
+            self._data_offset = self._ja_start
+            self._dispatch_payload(p, n)
+        del self._tail[:]
         return 0
 
     cdef int _feed_messages(self, const unsigned char *p, Py_ssize_t n) except -1:
@@ -1033,6 +1159,7 @@ cdef class Accumulator:
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
+            self._ja = self._state.framing == _JSONARRAY
             self._feed_data(data)
         if self._es:
             # What _framing.EventStreamFramer.end does.
@@ -1048,6 +1175,12 @@ cdef class Accumulator:
                 _framing.ends_inside(self._state, bytes(self._tail), self._offset)
                 self._offset += m
                 del self._tail[:]
+            _close(self, self._state)
+            return 0
+        if self._ja:
+            if self._ja_in:  # an element the stream left unfinished: handed over as it is, as end() does
+                tail = bytes(self._tail)
+                self._array_element(<const unsigned char *><char *>tail, len(tail))
             _close(self, self._state)
             return 0
         if self._nd:
@@ -1196,7 +1329,8 @@ cdef class Accumulator:
         if self._fmt == FMT_RESPONSES:
             if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
                 return 0
-            if v[2].kind == CS_T_STR and _is(&v[0], "response.function_call_arguments.delta", 38):
+            if v[2].kind == CS_T_STR and (_is(&v[0], "response.function_call_arguments.delta", 38) or _is(
+                    &v[0], "response.custom_tool_call_input.delta", 37)):
                 if v[1].kind != CS_T_STR:
                     return 0
                 return self._append_item(&v[1], &v[2])
@@ -1215,6 +1349,8 @@ cdef class Accumulator:
                 self._complete_slot(slot)
                 return 1
             if _is(&v[0], "response.output_item.done", 25) or _is(&v[0], "response.output_item.added", 26):
+                if _is(&v[3], "custom_tool_call", 16):
+                    return 0  # a custom (free-form) tool call: the general way
                 if not _is(&v[3], "function_call", 13):
                     # a message, reasoning, a server tool: not ours (an escaped type is read the general way)
                     return 0 if v[3].kind == CS_T_STR and v[3].has_esc else 1
@@ -1678,6 +1814,17 @@ cdef class Accumulator:
             return
         self._append(slot, data)
 
+    def _custom_fragment(self, choice, index, call_id, name, text):
+        """Route one fragment of a custom (free-form) tool call; its input text is appended as sent."""
+        cdef _Slot slot = self._route(choice, index, call_id, name)
+        if slot is None:
+            return  # over a limit: recorded, and the fragment dropped
+        slot.custom = True
+        if text:
+            data, slot.pending, bits, _ = argument_bytes(text, slot.pending)  # text: always a str
+            slot.quirks |= bits
+            self._append(slot, data)
+
     def _whole(self, choice, call_id, name, arguments):
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
@@ -1966,7 +2113,8 @@ cdef class Accumulator:
             data = slot.buf if final else bytes(slot.buf)
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
-                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
+                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
+                                  slot.custom)
             slot.call_nfrags = slot.nfrags
         return slot.call
 

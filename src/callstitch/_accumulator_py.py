@@ -31,7 +31,7 @@ class _Slot:
     """One call being received: id, name and its argument bytes."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks", "call", "call_nfrags", "over", "parsed")
+                 "pending", "quirks", "call", "call_nfrags", "over", "parsed", "custom")
 
     def __init__(self, choice: int, seq: int, position: int) -> None:
         self.choice = choice
@@ -51,6 +51,7 @@ class _Slot:
         self.call_nfrags = 0
         self.over = False  # its arguments reached Limits.call_bytes: the rest is dropped
         self.parsed: Any = None  # the arguments as a value, when the call arrived whole with them parsed
+        self.custom = False  # an OpenAI custom tool call: its input text is the arguments, never parsed
 
 
 class _ChoiceState:
@@ -475,6 +476,17 @@ class Accumulator:
             return
         self._append(slot, data)
 
+    def _custom_fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, text: Any) -> None:
+        """Route one fragment of a custom (free-form) tool call; its input text is appended as sent."""
+        slot = self._route(choice, index, call_id, name)
+        if slot is None:
+            return  # over a limit: recorded, and the fragment dropped
+        slot.custom = True
+        if text:
+            data, slot.pending, bits, _ = argument_bytes(text, slot.pending)  # text: always a str
+            slot.quirks |= bits
+            self._append(slot, data)
+
     def _whole(self, choice: int, call_id: Any, name: str | None, arguments: Any) -> None:
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
@@ -689,7 +701,8 @@ class Accumulator:
             data = slot.buf if final else bytes(slot.buf)
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
-                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
+                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
+                                  slot.custom)
             slot.call_nfrags = slot.nfrags
         return slot.call
 

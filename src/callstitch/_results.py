@@ -74,13 +74,17 @@ def _rebuild_stream_error(kind, detail, offset, data):
 
 
 class ToolCall:
-    """One finished tool call."""
+    """One finished tool call.
 
-    __slots__ = ("id", "name", "choice", "index", "arguments", "_raw", "error", "quirks")
+    ``kind`` is "function" for a function call (arguments: the parsed JSON), or "custom" for an
+    OpenAI custom (free-form) tool call, whose ``arguments`` is its input text as sent, never parsed.
+    """
+
+    __slots__ = ("id", "name", "choice", "index", "arguments", "_raw", "error", "quirks", "kind")
 
     def __init__(self, id: str | None, name: str | None, choice: int, index: int, arguments: Any,
                  raw_arguments: str | bytes | bytearray, error: ArgumentsError | None = None,
-                 quirks: tuple[str, ...] = ()) -> None:
+                 quirks: tuple[str, ...] = (), kind: str = "function") -> None:
         self.id = id
         self.name = name
         self.choice = choice
@@ -91,6 +95,7 @@ class ToolCall:
         self._raw = raw_arguments
         self.error = error
         self.quirks = quirks
+        self.kind = kind
 
     @property
     def raw_arguments(self) -> str:
@@ -106,11 +111,11 @@ class ToolCall:
         # Pickled with its raw text as a string: a call whose arguments the compiled twin kept as
         # sent then loads where the extension is not built.
         return (ToolCall, (self.id, self.name, self.choice, self.index, self.arguments, self.raw_arguments,
-                           self.error, self.quirks))
+                           self.error, self.quirks, self.kind))
 
     def to_dict(self) -> dict[str, Any]:
         """Return the call as a plain dict (the CLI's record shape)."""
-        d = {"choice": self.choice, "index": self.index, "id": self.id, "name": self.name,
+        d = {"choice": self.choice, "index": self.index, "id": self.id, "name": self.name, "kind": self.kind,
              "arguments": self.arguments, "error": None if self.error is None else str(self.error),
              "quirks": list(self.quirks)}
         if self.arguments is None:
@@ -119,7 +124,8 @@ class ToolCall:
 
     def _key(self) -> tuple:
         err = None if self.error is None else (self.error.kind, self.error.offset)
-        return (self.id, self.name, self.choice, self.index, self.arguments, self.raw_arguments, err, self.quirks)
+        return (self.id, self.name, self.choice, self.index, self.arguments, self.raw_arguments, err, self.quirks,
+                self.kind)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ToolCall) and self._key() == other._key()

@@ -15,8 +15,10 @@ class StreamState:
 
     def __init__(self, format: str) -> None:
         self.format = format
-        # How the body is framed: "sse", "ndjson", "eventstream", or None until its first bytes tell.
-        self.framing: str | None = "ndjson" if format == "ollama" else None if format in ("auto", "bedrock") else "sse"
+        # How the body is framed: "sse", "ndjson", "eventstream", "json-array", or None until its first
+        # bytes tell (Gemini streams SSE with alt=sse, one JSON array without).
+        self.framing: str | None = ("ndjson" if format == "ollama" else None if format in ("auto", "bedrock", "gemini")
+                                    else "sse")
         self.framer: Any = None   # the framer object for a framing other than SSE
         self.head = b""           # first bytes held while the framing is not yet known
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once

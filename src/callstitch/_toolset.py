@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Iterable
 
+import orjson
+
 from ._defaults import DefaultsPlan, fill_defaults, plan_defaults
 from ._problems import Problem, bad_arguments, schema_problems, unknown_tool
 from ._results import Result, ToolCall
@@ -50,15 +52,46 @@ class Verdict:
 class _Tool:
     """One offered tool, ready to check calls: its compiled validator and where its defaults are."""
 
-    __slots__ = ("name", "schema", "strict", "validator", "defaults")
+    __slots__ = ("name", "schema", "strict", "validator", "defaults", "custom")
 
     def __init__(self, name: str, schema: dict | None, strict: bool, validator: Any,
-                 defaults: DefaultsPlan | None) -> None:
+                 defaults: DefaultsPlan | None, custom: bool = False) -> None:
         self.name = name
         self.schema = schema
         self.strict = strict
         self.validator = validator
         self.defaults = defaults
+        self.custom = custom  # an OpenAI custom tool: its calls carry free-form text, not JSON arguments
+
+
+def _quote(name: str | None) -> str:
+    return orjson.dumps(name).decode() if name is not None else "(no name)"
+
+
+def _check_custom(call: ToolCall, tool: _Tool) -> Verdict:
+    """Return the verdict on a call where a custom (free-form) tool or call is involved.
+
+    A custom tool takes a custom call whose input is text; a custom call to a function tool, or a
+    function call to a custom tool, is a problem.
+    """
+    if not tool.custom:
+        problem = Problem("$", "wrong kind", f"{_quote(tool.name)} is a function tool: it takes its arguments as "
+                                             f"one JSON object, not free-form text input")
+        advice = "as a function call with JSON arguments"
+    elif call.kind != "custom":
+        problem = Problem("$", "wrong kind", f"{_quote(tool.name)} is a custom tool: it takes free-form text input, "
+                                             f"not function arguments")
+        advice = "as a custom tool call with text input"
+    elif type(call.arguments) is str:
+        return Verdict(call, True, call.arguments, (), None)
+    elif call.error is not None:  # cut by a limit
+        problem = Problem("$", call.error.kind, f"the input is incomplete (cut off after {call.error.offset} bytes)")
+        advice = "with the complete input"
+    else:
+        problem = Problem("$", "missing", "the call has no input text")
+        advice = "with its input"
+    message = f"Error: the call to {_quote(call.name)} was not run: {problem.message}. Call it again {advice}."
+    return Verdict(call, False, call.arguments, (problem,), message)
 
 
 def _accepts_any_object(schema: dict | None) -> bool:
@@ -96,7 +129,8 @@ class Toolset:
     """The tools a request offered, ready to check the calls a model makes.
 
     tools is the request's ``tools`` in any provider's shape (OpenAI chat or Responses,
-    Anthropic, Gemini, Bedrock ``toolConfig``), or a plain ``{name: schema}`` mapping. Non-function
+    Anthropic, Gemini, Bedrock ``toolConfig``), or a plain ``{name: schema}`` mapping. OpenAI custom
+    (free-form) tools are allowed by name, their calls' input checked to be text. Server-side
     tools (web search, code execution, …) are ignored; a name given twice raises ValueError.
     Validators are compiled here, once, and reused by every check.
     """
@@ -117,12 +151,12 @@ class Toolset:
             if not _accepts_any_object(tool.schema):
                 validator = _compile(_jsonschema_rs(tool), tool)
             self._tools[tool.name] = _Tool(tool.name, tool.schema, tool.strict, validator,
-                                           plan_defaults(tool.schema))
+                                           plan_defaults(tool.schema), tool.shape == "custom")
         self._names = tuple(self._tools)
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Return the names of the function tools, in the order they were given."""
+        """Return the names of the tools (function and custom), in the order they were given."""
         return self._names
 
     def schema(self, name: str) -> dict | None:
@@ -142,7 +176,7 @@ class Toolset:
         """Return the verdict on one call: may it run, with what arguments, and if not, why."""
         tool = self._tools.get(call.name)  # type: ignore[arg-type]
         arguments = call.arguments
-        if tool is not None and isinstance(arguments, dict):
+        if tool is not None and isinstance(arguments, dict) and not tool.custom:
             validator = tool.validator
             # The fast path: a valid call costs a lookup, one is_valid() and, only for tools that
             # have defaults, the copy-on-write fill.
@@ -150,6 +184,8 @@ class Toolset:
                 if tool.defaults is not None:
                     arguments = fill_defaults(arguments, tool.defaults)
                 return Verdict(call, True, arguments, (), None)
+        if tool is not None and (tool.custom or call.kind == "custom"):
+            return _check_custom(call, tool)
         return self._explain(call, tool)
 
     def check_all(self, calls: Result | Iterable[ToolCall]) -> list[Verdict]:
