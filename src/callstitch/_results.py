@@ -62,8 +62,10 @@ def _rebuild_arguments_error(kind, detail, call_id, name, offset, raw):
 class StreamError(ValueError):
     """A problem met in the stream itself: a malformed chunk, an in-band error event, an unexpected shape.
 
-    ``kind`` is "malformed chunk", "in-band error", "unexpected shape" (and, later, "limit");
-    ``offset`` is the byte offset of the event in the stream (None for chunks fed as objects).
+    ``kind`` is "malformed chunk", "in-band error", "unexpected shape", "limit", "wrong format"
+    (the events are another known format's) or "not a stream" (no event of the format came: an
+    error page, noise, an empty body); ``offset`` is the byte offset of the event in the stream
+    (None for chunks fed as objects).
     """
 
     def __init__(self, kind: str, detail: str, *, offset: int | None = None, data: Any = None) -> None:
