@@ -1013,7 +1013,7 @@ Reassemble the tool calls of one streamed response.
                 self._chunk = <cs_chunk *>PyMem_Malloc(sizeof(cs_chunk))
                 if self._chunk == NULL:
                     raise MemoryError()
-            if event is None and self._seen and cs_scan_chat_chunk(data, n, self._chunk):
+            if event is None and cs_scan_chat_chunk(data, n, self._chunk) and (self._seen or self._chat_seen()):
                 self._apply_chunk()
                 return 0
         # (event is None first: several formats name no events, and None != "error" is a slow comparison)
@@ -1032,6 +1032,18 @@ Reassemble the tool calls of one streamed response.
             self._fast = self._state.format == "openai-chat"
             self._fmt = _FORMAT_CODES.get(self._state.format, FMT_OTHER)
         return 0
+
+    cdef bint _chat_seen(self):
+        """Tell whether the chunk just scanned is a chat event, as _dispatch.foreign would: it has choices.
+
+        Only asked until the first one: it keeps a stream's first chunk on the fast path. A chunk
+        without choices goes the general way, which decides.
+        """
+        if self._chunk.n_choices == 0:
+            return False
+        self._seen = True
+        self._state.recognised = True
+        return True
 
     def _event(self, event, bytes data, offset):
         """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
