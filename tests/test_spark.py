@@ -300,7 +300,7 @@ def test_empty_dataframe(spark):
 
 
 def test_schema_and_keep(spark):
-    df = spark.createDataFrame([(1, "a", 2.5, b"")], "k long, tag string, score double, body binary")
+    df = spark.createDataFrame([(1, "a", 2.5, b"data: [DONE]\n\n")], "k long, tag string, score double, body binary")
     out = cs_spark.reassemble(df)
     assert out.columns == ["k", "tag", "score", "choice", "index", "id", "name", "arguments", "error", "quirks",
                            "raw_arguments", "format", "stream_errors"]

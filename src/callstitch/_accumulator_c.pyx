@@ -9,6 +9,7 @@ event it does not fully understand goes to the shared general path (_dispatch, o
 
 from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE,
                                  PyByteArray_Resize)
+from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -20,8 +21,9 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
                         parses, raise_first_error)
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._recognition import unrecognised
 from ._results import ToolCall
-from ._state import RawJSON, StreamState
+from ._state import STRAY_KEPT, RawJSON, StreamState
 from . import _anthropic, _gemini
 from ._gemini import _VALUE_KEYS
 from ._text import argument_bytes, encode_fragment, escape_surrogate
@@ -481,7 +483,10 @@ cdef object _span_str(const cs_span *s):
 
 
 cdef class Accumulator:
-    """Reassemble the tool calls of one streamed response.
+    """Accumulator(format='auto', limits=None)
+--
+
+Reassemble the tool calls of one streamed response.
 
     Feed it the raw response bytes as they arrive (``feed``), parsed chunks (``feed_chunk``) or
     fragments (``add``), then call ``finalize`` once for the Result.
@@ -510,6 +515,8 @@ cdef class Accumulator:
     cdef Py_ssize_t _halted_at  # where in the last fed data that happened, or -1
     cdef bint _dropping  # dropping the rest of an event that went over the limit
     cdef bint _auto
+    cdef bint _seen  # state.recognised, as last read: until then every event takes the general path
+    cdef bint _fed  # a byte has been fed (an empty body is reported as one)
     cdef cs_val _vals[12]
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
     cdef bytes _item_key
@@ -553,7 +560,7 @@ cdef class Accumulator:
         self._data = NULL
         self._chunk = NULL
 
-    def __init__(self, format="openai-chat", limits=None):
+    def __init__(self, format="auto", limits=None):
         self._state = StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
          self._max_event) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
@@ -595,11 +602,14 @@ cdef class Accumulator:
         cdef const unsigned char[::1] view
         if isinstance(data, str):
             data = (<str>data).encode("utf-8")
+        elif not isinstance(data, bytes) and not PyObject_CheckBuffer(data):
+            raise _framing.feed_type_error(data)
         if not self._in_place:
             if not isinstance(data, bytes):
                 data = bytes(data)
             if not data:
                 return 0
+            self._fed = True
             if self._fmt == FMT_GEMINI and _plainly_sse((<bytes>data)[0]) and not self._state.head:
                 # What _framing.choose() decides for it, without the call: Gemini with alt=sse.
                 self._state.framing = _SSE
@@ -637,6 +647,7 @@ cdef class Accumulator:
         cdef Py_ssize_t k, m
         if n == 0 or self._halted_at >= 0:
             return 0
+        self._fed = True
         if self._es:
             return self._feed_messages(p, n)
         if not self._started:
@@ -1084,6 +1095,9 @@ cdef class Accumulator:
                 self._event_raw = (<const char *>value)[:vn]
                 self._event_text = self._event_raw.decode("utf-8", "replace")
             self._event_name = self._event_text
+        elif not (flen == 2 and cs_same(p, b"id", 2)) and not (flen == 5 and cs_same(p, b"retry", 5)):
+            if self._state.stray is None:  # no SSE field: noted, for the error if no event comes
+                self._state.note_stray((<const char *>p)[:n if n < STRAY_KEPT else STRAY_KEPT], pos)
         # id, retry and unknown fields carry nothing callstitch needs
         return 0
 
@@ -1125,22 +1139,37 @@ cdef class Accumulator:
                 self._chunk = <cs_chunk *>PyMem_Malloc(sizeof(cs_chunk))
                 if self._chunk == NULL:
                     raise MemoryError()
-            if event is None and cs_scan_chat_chunk(data, n, self._chunk):
+            if event is None and cs_scan_chat_chunk(data, n, self._chunk) and (self._seen or self._chat_seen()):
                 self._apply_chunk()
                 return 0
         # (event is None first: several formats name no events, and None != "error" is a slow comparison)
-        elif self._fmt != FMT_OTHER and (event is None or event != "error") and self._fast_event(event, data, n):
+        elif self._fmt != FMT_OTHER and self._seen and (event is None or event != "error") and \
+                self._fast_event(event, data, n):
             return 0
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
         if self._halting:
             self._ended_seen = self._state.ended
+        if not self._seen:
+            self._seen = self._state.recognised
         if self._auto and self._state.format != "auto":
             # format="auto" has just learnt the format: the fast path applies from now on if it is chat.
             self._auto = False
             self._fast = self._state.format == "openai-chat"
             self._fmt = _FORMAT_CODES.get(self._state.format, FMT_OTHER)
         return 0
+
+    cdef bint _chat_seen(self):
+        """Tell whether the chunk just scanned is a chat event, as _dispatch.foreign would: it has choices.
+
+        Only asked until the first one: it keeps a stream's first chunk on the fast path. A chunk
+        without choices goes the general way, which decides.
+        """
+        if self._chunk.n_choices == 0:
+            return False
+        self._seen = True
+        self._state.recognised = True
+        return True
 
     def _event(self, event, bytes data, offset):
         """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
@@ -2080,6 +2109,7 @@ cdef class Accumulator:
     cdef object _build(self):
         cdef _Slot s
         self._end_of_stream()
+        unrecognised(self._state, bool(self._slots or self._texts), self._fed)
         if _zero_keys(self._choices) and _zero_keys(self._texts) and _zero_keys(self._state.finish_reasons):
             # Plainly one choice, the common case: no (choice, seq, call) tuples to group.
             return one_choice_result([self._settle(s, True) for s in self._slots], self._text_bytes(0), self._state)

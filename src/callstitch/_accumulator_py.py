@@ -18,6 +18,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
 from ._limits import Limits, as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._recognition import unrecognised
 from ._results import Result, ToolCall
 from ._state import StreamState
 from ._text import argument_bytes, encode_fragment, escape_surrogate
@@ -72,7 +73,7 @@ class Accumulator:
     fragments (``add``), then call ``finalize`` once for the Result.
     """
 
-    def __init__(self, format: str = "openai-chat", limits: Limits | None = None) -> None:
+    def __init__(self, format: str = "auto", limits: Limits | None = None) -> None:
         self._state = StreamState(_dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
          self._max_event) = as_numbers(limits)
@@ -133,7 +134,7 @@ class Accumulator:
         if isinstance(data, str):
             data = data.encode("utf-8")
         elif not isinstance(data, bytes):
-            data = bytes(data)
+            data = _framing.as_bytes(data)
         if not data or self._halted_at >= 0:
             return
         self._fed_len = len(data)
@@ -301,6 +302,9 @@ class Accumulator:
         known call's arguments with plain text; the general adapter (_openai_chat) would do the
         same with it, and takes everything else.
         """
+        if not self._state.recognised:  # until an event of the format has come, every event goes the general way
+            _dispatch.handle_event(self, self._state, None, payload, offset)
+            return
         try:
             chunk = _loads(payload)
         except _JSONDecodeError:
@@ -376,6 +380,8 @@ class Accumulator:
             self._data_line(b"", pos)
         elif field == b"event":
             self._event_name = value.decode("utf-8", "replace")
+        elif field != b"id" and field != b"retry":
+            self._state.note_stray(line, pos)  # no SSE field: noted, for the error if no event comes
         # id, retry and unknown fields carry nothing callstitch needs
 
     def _data_line(self, value: bytes, pos: int) -> None:
@@ -681,6 +687,7 @@ class Accumulator:
 
     def _build(self) -> Result:
         self._end_of_stream()
+        unrecognised(self._state, bool(self._slots or self._texts), self._fed_len > 0)
         calls = [(s.choice, s.seq, self._settle(s, True)) for s in self._slots]
         texts = {}
         for choice, t in self._texts.items():

@@ -27,6 +27,22 @@ _MIN_MESSAGE = 16      # prelude and message CRC
 _WHITESPACE = b" \t\r\n"
 
 
+def feed_type_error(data: Any) -> TypeError:
+    """Return the TypeError for feed() given what is not bytes or str (a parsed chunk, a number)."""
+    return TypeError(f"feed() takes bytes or str as read from the network, not {type(data).__name__}; "
+                     "for a parsed chunk use feed_chunk()")
+
+
+def as_bytes(data: Any) -> bytes:
+    """Return the bytes of what feed() was given that is not bytes or str: anything with the buffer protocol."""
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise feed_type_error(data) from None
+    with view:
+        return view.tobytes()
+
+
 def _prelude_ok(head: bytes) -> bool:
     total, headers = struct.unpack_from(">II", head)
     return (_MIN_MESSAGE <= total and headers <= total - _MIN_MESSAGE

@@ -6,12 +6,15 @@ from typing import Any
 
 from ._results import StreamError
 
+STRAY_KEPT = 4096  # bytes of the first stray line kept: for an excerpt, and to tell a JSON line's format
+
 
 class StreamState:
     """Errors, finish reasons, usage, whether the stream ended, and the format adapter's own notes."""
 
     __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "framer",
-                 "head", "event_limit", "ended")
+                 "head", "event_limit", "ended",
+                 "recognised", "misnamed", "stray", "first_event")
 
     def __init__(self, format: str) -> None:
         self.format = format
@@ -31,12 +34,22 @@ class StreamState:
         # and keep what else they need to remember between events in notes.
         self.keys: dict[Any, int] = {}
         self.notes: dict[str, Any] = {}
+        # Whether the body was a stream of this format at all (_dispatch.foreign, _recognition):
+        self.recognised = False   # an event of the format has come
+        self.misnamed: str | None = None  # the other format the events look like, once reported
+        self.stray: tuple[int, bytes] | None = None  # the first line that is no event of the framing: offset, text
+        self.first_event: tuple[int | None, Any] | None = None  # the first event of no known format
 
     def error(self, kind: str, detail: str, offset: int | None, data: Any = None) -> None:
         """Record a problem met in the stream."""
         if isinstance(data, (bytes, bytearray)):
             data = bytes(data[:200]).decode("utf-8", "replace")
         self.errors.append(StreamError(kind, detail, offset=offset, data=data))
+
+    def note_stray(self, line: bytes, offset: int) -> None:
+        """Note the first line that is no event of the framing (an HTML tag, noise), for _recognition."""
+        if self.stray is None:
+            self.stray = (offset, bytes(line[:STRAY_KEPT]))
 
     def finish(self, choice: int, reason: str) -> None:
         """Record a choice's finish reason; a finish reason ends the stream's calls."""
