@@ -151,10 +151,11 @@ class ToolCall:
 
     def __repr__(self) -> str:
         # Every public attribute in slot order (one added later shows up too); the raw text only
-        # when the arguments did not parse, under its own name; an error by its kind.
+        # when the arguments did not parse, under its own name; an error by its kind; the kind only
+        # when it is not the usual "function".
         parts = []
         for name in type(self).__slots__:
-            if name.startswith("_") or name == "error" or name == "quirks":
+            if name.startswith("_") or name == "error" or name == "quirks" or (name == "kind" and self.kind == "function"):
                 continue
             parts.append(f"{name}={_short(getattr(self, name))}")
             if name == "arguments" and self.arguments is None:
