@@ -5,9 +5,13 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 NO_EXTENSIONS = os.environ.get("CALLSTITCH_NO_EXTENSIONS", "") not in ("", "0")
 HINT = "To install the pure-Python twin instead, set CALLSTITCH_NO_EXTENSIONS=1."
+# In a package built with CALLSTITCH_NO_EXTENSIONS=1: it tells the import that the compiled twin is
+# absent by choice, so the installed package runs as the pure twin without the variable.
+PURE_MARKER = os.path.join("callstitch", "_pure_build.py")
 
 
 class BuildExt(build_ext):
@@ -18,6 +22,19 @@ class BuildExt(build_ext):
             super().build_extension(ext)
         except Exception as exc:  # never a silent fallback: the install fails, and says why
             raise SystemExit(f"callstitch: building the compiled extension failed: {exc}\n{HINT}") from exc
+
+
+class BuildPy(build_py):
+    """Mark a pure build in the package it builds (and unmark a build directory reused for a compiled one)."""
+
+    def run(self):
+        super().run()
+        marker = os.path.join(self.build_lib, PURE_MARKER)
+        if NO_EXTENSIONS:
+            with open(marker, "w", encoding="utf-8") as f:
+                f.write('"""Written by setup.py: built with CALLSTITCH_NO_EXTENSIONS=1, the pure-Python twin alone."""\n')
+        elif os.path.exists(marker):
+            os.remove(marker)
 
 
 if NO_EXTENSIONS:
@@ -34,4 +51,4 @@ else:
         language_level=3,
     )
 
-setup(ext_modules=ext_modules, cmdclass={"build_ext": BuildExt})
+setup(ext_modules=ext_modules, cmdclass={"build_ext": BuildExt, "build_py": BuildPy})

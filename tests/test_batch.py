@@ -379,8 +379,8 @@ def test_record_shape_with_bad_arguments(twin, tmp_path):
     path = _write(tmp_path, "bad.sse", body)
     batch = callstitch.reassemble_many(path)
     (record,) = list(batch)
-    assert list(record) == ["source", "stream", "choice", "index", "id", "name", "arguments", "error", "quirks",
-                            "raw_arguments"]
+    assert list(record) == ["source", "stream", "choice", "index", "id", "name", "kind", "arguments", "error",
+                            "quirks", "raw_arguments"]
     assert record["arguments"] is None and record["raw_arguments"] == '{"a": 1'
     assert "truncated" in record["error"]
     assert batch.summary.errors["arguments truncated"] == 1

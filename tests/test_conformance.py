@@ -46,9 +46,11 @@ def check(result, expected):
 
 @pytest.mark.parametrize("stem,expected", list(captures()))
 def body_of(stem):
-    """The bytes as the provider sent them: the raw AWS event stream where there is one."""
-    path = stem + ".eventstream" if os.path.exists(stem + ".eventstream") else stem + ".sse"
-    return open(path, "rb").read()
+    """The bytes as the provider sent them: the raw AWS event stream or JSON array where there is one."""
+    for raw in (".eventstream", ".json"):
+        if os.path.exists(stem + raw):
+            return open(stem + raw, "rb").read()
+    return open(stem + ".sse", "rb").read()
 
 
 @pytest.mark.parametrize("stem,expected", list(captures()))

@@ -135,7 +135,9 @@ def test_data_field_name_is_case_sensitive(impl):
     body = b"Data: " + dumps({"choices": [tool_delta(0, id="a", name="f", arguments="{}")]}) + b"\n\n"
     result = impl.reassemble(body)
     assert result.tool_calls == []
-    assert result.errors == []
+    # "Data" is no SSE field: the line is ignored, and a body of nothing else is no stream
+    assert [(e.kind, e.offset) for e in result.errors] == [("not a stream", 0)]
+    assert "the body is not an event stream, near 'Data: " in result.errors[0].detail
 
 
 def test_event_with_no_data_is_not_dispatched(impl):
@@ -193,9 +195,11 @@ def test_done_alone(impl):
 
 
 def test_empty_body(impl):
+    # An empty body is no stream either: it must not read as a clean empty Result.
     result = impl.reassemble(b"")
     assert result.tool_calls == []
-    assert result.errors == []
+    assert [(e.kind, e.offset, e.detail) for e in result.errors] == [
+        ("not a stream", 0, "no event of any known format was recognised: the body is empty")]
     assert result.complete is False
 
 
@@ -398,6 +402,8 @@ def test_halting_at_the_terminator(impl, step, eol):
         pos = 0
         while pos < len(piece):
             if acc is None:
+                if not piece[pos:].strip():
+                    break  # the LF of a CRLF after [DONE]: no response starts here (as the batch splitter skips it)
                 acc = impl.Accumulator()
                 acc._halt_at_end()
             acc.feed(piece[pos:])

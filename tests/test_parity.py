@@ -20,12 +20,31 @@ def test_same_public_names():
     assert public_names(_accumulator_c.Accumulator) == public_names(_accumulator_py.Accumulator) == sorted(PUBLIC)
 
 
+def _parameters(fn):
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
 def test_same_signatures():
-    for name in PUBLIC + INTERNAL:  # __init__ of an extension type has no introspectable signature
-        c = inspect.signature(getattr(_accumulator_c.Accumulator, name))
-        py = inspect.signature(getattr(_accumulator_py.Accumulator, name))
-        assert [(p.name, p.kind, p.default) for p in c.parameters.values()] == \
-               [(p.name, p.kind, p.default) for p in py.parameters.values()], name
+    for name in PUBLIC + INTERNAL:
+        c = getattr(_accumulator_c.Accumulator, name)
+        py = getattr(_accumulator_py.Accumulator, name)
+        assert _parameters(c) == _parameters(py), name
+
+
+def test_the_classes_have_the_same_signature():
+    # The compiled class's is its docstring's text signature: it must say what __init__ takes.
+    assert _parameters(_accumulator_c.Accumulator) == _parameters(_accumulator_py.Accumulator) == [
+        ("format", inspect.Parameter.POSITIONAL_OR_KEYWORD, "auto"),
+        ("limits", inspect.Parameter.POSITIONAL_OR_KEYWORD, None)]
+    assert _accumulator_c.Accumulator.__doc__.splitlines()[0] == _accumulator_py.Accumulator.__doc__.splitlines()[0]
+    for impl in (_accumulator_c, _accumulator_py):  # and what it says is what the constructor does
+        assert impl.Accumulator("gemini", None).finalize().format == "gemini"
+        assert impl.Accumulator(limits=None, format="cohere").finalize().format == "cohere"
+
+
+def test_reassemble_bound_to_a_twin_has_the_public_signature():
+    from callstitch._api import make_reassemble
+    assert _parameters(make_reassemble(_accumulator_py.Accumulator)) == _parameters(callstitch.reassemble)
 
 
 def test_same_docstring_summaries():
@@ -71,7 +90,7 @@ def test_public_api():
 
 def test_same_constructor(both):
     for impl in both:
-        assert impl.Accumulator().finalize().format == "openai-chat"
+        assert impl.Accumulator().finalize().format == "auto"  # the default: detected from the stream
         assert impl.Accumulator(format="openai-chat").finalize().format == "openai-chat"
         assert impl.Accumulator("openai-chat").finalize().format == "openai-chat"
         try:

@@ -119,7 +119,11 @@ def _log(tmp_path, bodies: list, field: str = "body", name: str = "log.jsonl") -
 def _expected(sources, **kwargs) -> tuple[list[dict], list[tuple]]:
     problems: list[tuple] = []
     batch = callstitch.reassemble_many(sources, jobs=1, on_problem=lambda *a: problems.append(a), **kwargs)
-    return list(batch), problems
+    records = list(batch)
+    # The records carry ToolCall.kind; the Spark schema has no column for it yet (every call here
+    # is a function call): compared without it.
+    assert {r.pop("kind") for r in records} <= {"function"}
+    return records, problems
 
 
 def _records(rows, key: str, source: str | None = None) -> list[dict]:
@@ -298,7 +302,7 @@ def test_empty_dataframe(spark):
 
 
 def test_schema_and_keep(spark):
-    df = spark.createDataFrame([(1, "a", 2.5, b"")], "k long, tag string, score double, body binary")
+    df = spark.createDataFrame([(1, "a", 2.5, b"data: [DONE]\n\n")], "k long, tag string, score double, body binary")
     out = cs_spark.reassemble(df)
     assert out.columns == ["k", "tag", "score", "choice", "index", "id", "name", "arguments", "error", "quirks",
                            "raw_arguments", "reason", "format", "stream_errors"]

@@ -63,6 +63,10 @@ MISUSES = {
     "callstitch.atee([b''])": "incompatible type",
     "callstitch.reassemble_many([], jobs='2')": "incompatible type",
     "callstitch.reassemble(b'').tool_calls[0].nope": "has no attribute",
+    # reassemble has its real signature, not (*Any, **Any)
+    "callstitch.reassemble(b'', strict='yes')": "incompatible type",
+    "callstitch.reassemble(b'', nope=1)": "Unexpected keyword argument",
+    "callstitch.reassemble(b'', 'auto', True)": "Too many positional arguments",
 }
 
 

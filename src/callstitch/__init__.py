@@ -4,14 +4,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from ._accumulator import IMPLEMENTATION, Accumulator
-from ._api import make_reassemble
+from ._api import reassemble
 from ._batch import reassemble_many
 from ._limits import Limits
 from ._results import ArgumentsError, Choice, Result, StreamError, ToolCall
 
 __version__ = "0.1.0"
-
-reassemble = make_reassemble(Accumulator)
 
 if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers and editors
     from ._tee import atee, tee
@@ -32,7 +30,8 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """List the public names and the module's own dunders, not the helpers it imports for itself."""
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})
 
 __all__ = ["Accumulator", "ArgumentsError", "Choice", "IMPLEMENTATION", "Limits", "Problem", "Result",
            "StreamError", "ToolCall", "Toolset", "Verdict", "__version__", "atee", "reassemble", "reassemble_many",

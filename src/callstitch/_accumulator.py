@@ -1,8 +1,13 @@
-"""Pick the accumulator implementation: the compiled twin unless CALLSTITCH_NO_EXTENSIONS=1."""
+"""Pick the accumulator implementation: the compiled twin unless CALLSTITCH_NO_EXTENSIONS=1 or a pure install."""
 
 import os
+from importlib.util import find_spec
 
-if os.environ.get("CALLSTITCH_NO_EXTENSIONS", "") not in ("", "0"):
+# setup.py writes _pure_build into a package it builds with CALLSTITCH_NO_EXTENSIONS=1: that install
+# has no compiled twin by choice, and runs as the pure one without the variable set again.
+_PURE_INSTALL = find_spec(f"{__package__}._pure_build") is not None
+
+if _PURE_INSTALL or os.environ.get("CALLSTITCH_NO_EXTENSIONS", "") not in ("", "0"):
     from ._accumulator_py import Accumulator
 
     IMPLEMENTATION = "python"

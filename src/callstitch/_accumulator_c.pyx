@@ -9,6 +9,7 @@ event it does not fully understand goes to the shared general path (_dispatch, o
 
 from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE,
                                  PyByteArray_Resize)
+from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -20,8 +21,9 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
                         parses, raise_first_error)
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._recognition import unrecognised
 from ._results import ToolCall
-from ._state import RawJSON, StreamState
+from ._state import STRAY_KEPT, RawJSON, StreamState
 from . import _anthropic, _gemini
 from ._gemini import _VALUE_KEYS
 from ._text import argument_bytes, encode_fragment, escape_surrogate
@@ -254,9 +256,16 @@ _RESPONSES_HANDLED = frozenset((
     b"response.function_call_arguments.delta", b"response.output_text.delta",
     b"response.reasoning_summary_text.delta", b"response.reasoning_text.delta", b"response.refusal.delta",
     b"response.output_item.added", b"response.output_item.done", b"response.function_call_arguments.done",
-    b"response.completed", b"response.incomplete", b"response.failed"))
+    b"response.completed", b"response.incomplete", b"response.failed",
+    b"response.custom_tool_call_input.delta", b"response.custom_tool_call_input.done"))
 _COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end", b"citation-start",
                              b"citation-end", b"debug"))
+
+
+cdef inline bint _plainly_sse(unsigned char first):
+    """Tell whether a body starting with this byte is SSE whatever follows (as _framing.choose decides)."""
+    return not (first == b' ' or first == b'\t' or first == b'\r' or first == b'\n' or first == 0xEF
+                or first == b'[' or first == b'{' or first == 0)
 
 
 cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
@@ -380,7 +389,9 @@ cdef object _close = _dispatch.close
 cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
 cdef object _EVENTSTREAM = _framing.EVENTSTREAM
-cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM)  # framed here, in place
+cdef object _JSONARRAY = _framing.JSONARRAY
+cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM,
+                            _framing.JSONARRAY)  # framed here, in place
 cdef object _read_headers = _framing.read_headers
 cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
@@ -415,6 +426,7 @@ cdef class _Slot:
     cdef Py_ssize_t call_nfrags
     cdef bint over  # its arguments reached Limits.call_bytes: the rest is dropped
     cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
+    cdef bint custom  # an OpenAI custom tool call: its input text is the arguments, never parsed
 
     def __cinit__(self):
         self.buf = PyByteArray_FromStringAndSize(NULL, 0)  # the other fields start as None and 0
@@ -471,7 +483,10 @@ cdef object _span_str(const cs_span *s):
 
 
 cdef class Accumulator:
-    """Reassemble the tool calls of one streamed response.
+    """Accumulator(format='auto', limits=None)
+--
+
+Reassemble the tool calls of one streamed response.
 
     Feed it the raw response bytes as they arrive (``feed``), parsed chunks (``feed_chunk``) or
     fragments (``add``), then call ``finalize`` once for the Result.
@@ -500,6 +515,8 @@ cdef class Accumulator:
     cdef Py_ssize_t _halted_at  # where in the last fed data that happened, or -1
     cdef bint _dropping  # dropping the rest of an event that went over the limit
     cdef bint _auto
+    cdef bint _seen  # state.recognised, as last read: until then every event takes the general path
+    cdef bint _fed  # a byte has been fed (an empty body is reported as one)
     cdef cs_val _vals[12]
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
     cdef bytes _item_key
@@ -507,6 +524,11 @@ cdef class Accumulator:
     cdef bint _in_place  # the framing is known and this twin frames it itself (SSE, NDJSON, event stream)
     cdef bint _nd  # … and it is NDJSON: one JSON document per line
     cdef bint _es  # … or the AWS event stream: the state of its framing follows
+    cdef bint _ja  # … or one JSON array (Gemini without alt=sse): the state of its framing follows
+    cdef bint _ja_open  # inside the array: "[" seen, "]" not yet
+    cdef bint _ja_in  # inside an element (its bytes so far in _tail, unless they are read in place)
+    cdef bint _ja_str, _ja_esc, _ja_scalar, _ja_drop
+    cdef Py_ssize_t _ja_depth, _ja_start, _ja_size
     cdef Py_ssize_t _es_drop  # bytes still to drop of a message over Limits.event_bytes
     cdef Py_ssize_t _es_skipped  # where bytes began to be skipped after a damaged prelude, or -1
     cdef dict _es_headers  # header blocks already read (as _framing.read_headers keeps them)
@@ -538,7 +560,7 @@ cdef class Accumulator:
         self._data = NULL
         self._chunk = NULL
 
-    def __init__(self, format="openai-chat", limits=None):
+    def __init__(self, format="auto", limits=None):
         self._state = StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
          self._max_event) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
@@ -580,17 +602,25 @@ cdef class Accumulator:
         cdef const unsigned char[::1] view
         if isinstance(data, str):
             data = (<str>data).encode("utf-8")
+        elif not isinstance(data, bytes) and not PyObject_CheckBuffer(data):
+            raise _framing.feed_type_error(data)
         if not self._in_place:
             if not isinstance(data, bytes):
                 data = bytes(data)
             if not data:
                 return 0
-            data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
-            if data is None:
-                return 0
+            self._fed = True
+            if self._fmt == FMT_GEMINI and _plainly_sse((<bytes>data)[0]) and not self._state.head:
+                # What _framing.choose() decides for it, without the call: Gemini with alt=sse.
+                self._state.framing = _SSE
+            else:
+                data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
+                if data is None:
+                    return 0
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
+            self._ja = self._state.framing == _JSONARRAY
         if isinstance(data, bytes):
             return self._feed(<const unsigned char *><char *>data, len(<bytes>data))
         view = memoryview(data).cast("B")
@@ -617,6 +647,7 @@ cdef class Accumulator:
         cdef Py_ssize_t k, m
         if n == 0 or self._halted_at >= 0:
             return 0
+        self._fed = True
         if self._es:
             return self._feed_messages(p, n)
         if not self._started:
@@ -636,6 +667,8 @@ cdef class Accumulator:
             # A partial BOM was ordinary bytes after all: they stay in the tail as line text.
         if self._nd:
             return self._feed_lines(p, n)
+        if self._ja:
+            return self._feed_array(p, n)
         if self._skip_lf:
             self._skip_lf = False
             if p[0] == b'\n':
@@ -759,6 +792,110 @@ cdef class Accumulator:
             self._nd_line(p, m, self._offset)
             self._offset += m + 1
             p = nl + 1
+        return 0
+
+    cdef int _feed_array(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Frame a JSON-array body in place, exactly as _framing.JSONArrayFramer does."""
+        cdef Py_ssize_t i = 0, seg
+        cdef unsigned char c
+        cdef bint done, here
+        while i < n:
+            here = False
+            if not self._ja_in:
+                c = p[i]
+                if c == b' ' or c == b'\t' or c == b'\r' or c == b'\n' or c == b',':
+                    i += 1
+                    continue
+                if c == b'[' and not self._ja_open:  # the array opens (again, for arrays back to back)
+                    self._ja_open = True
+                    i += 1
+                    continue
+                if c == b']' and self._ja_open:  # the array ends, and with it the stream
+                    self._ja_open = False
+                    self._state.complete = True
+                    self._state.ended = True
+                    self._complete_all()
+                    i += 1
+                    continue
+                self._ja_in = True
+                self._ja_start = self._offset + i
+                self._ja_size = 0
+                self._ja_drop = False
+                self._ja_str = c == b'"'
+                self._ja_scalar = c != b'{' and c != b'[' and c != b'"'
+                self._ja_depth = 1 if c == b'{' or c == b'[' else 0
+                here = True  # the element starts in this read: it may be read in place
+                seg = i
+                i += 1
+            else:
+                seg = i
+            i, done = self._array_scan(p, i, n)
+            if done and here and not self._ja_drop:
+                self._ja_size = i - seg
+                if self._ja_size > self._max_event:
+                    line_dropped(self._state, self._max_event, self._ja_start, "array element")
+                    self._ja_drop = True
+                self._array_element(p + seg, i - seg)
+            else:
+                self._array_take(p + seg, i - seg)
+                if done:
+                    self._array_element(<const unsigned char *>PyByteArray_AS_STRING(self._tail),
+                                        PyByteArray_GET_SIZE(self._tail))
+        self._offset += n
+        return 0
+
+    cdef (Py_ssize_t, bint) _array_scan(self, const unsigned char *p, Py_ssize_t i, Py_ssize_t n):
+        """Read on inside an element from p[i]; return where its bytes in p end, and whether it ended."""
+        cdef unsigned char c
+        while i < n:
+            c = p[i]
+            if self._ja_esc:
+                self._ja_esc = False
+            elif self._ja_scalar:
+                if (c == b' ' or c == b'\t' or c == b'\r' or c == b'\n' or c == b',' or c == b'[' or c == b']'
+                        or c == b'{' or c == b'}' or c == b'"'):
+                    return i, True  # the separator is not the element's
+            elif self._ja_str:
+                if c == b'\\':
+                    self._ja_esc = True  # the next byte is escaped, even in the next read
+                elif c == b'"':
+                    self._ja_str = False
+                    if self._ja_depth <= 0:
+                        return i + 1, True
+            elif c == b'"':
+                self._ja_str = True
+            elif c == b'{' or c == b'[':
+                self._ja_depth += 1
+            elif c == b'}' or c == b']':
+                self._ja_depth -= 1
+                if self._ja_depth <= 0:
+                    return i + 1, True
+            i += 1
+        return n, False
+
+    cdef int _array_take(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Keep n more bytes of the element being received, within Limits.event_bytes."""
+        self._ja_size += n
+        if self._ja_drop:
+            return 0
+        if self._ja_size > self._max_event:
+            line_dropped(self._state, self._max_event, self._ja_start, "array element")
+            self._ja_drop = True
+            del self._tail[:]
+            return 0
+        self._tail.extend((<const char *>p)[:n])
+        return 0
+
+    cdef int _array_element(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """The element being received is whole: hand it over (unless it was dropped), as _finish does."""
+        cdef bint dropped = self._ja_drop
+        self._ja_in = self._ja_str = self._ja_esc = self._ja_scalar = self._ja_drop = False
+        self._ja_depth = 0
+        if not dropped and n:
+            self._event_name = None
+            self._data_offset = self._ja_start
+            self._dispatch_payload(p, n)
+        del self._tail[:]
         return 0
 
     cdef int _feed_messages(self, const unsigned char *p, Py_ssize_t n) except -1:
@@ -958,6 +1095,9 @@ cdef class Accumulator:
                 self._event_raw = (<const char *>value)[:vn]
                 self._event_text = self._event_raw.decode("utf-8", "replace")
             self._event_name = self._event_text
+        elif not (flen == 2 and cs_same(p, b"id", 2)) and not (flen == 5 and cs_same(p, b"retry", 5)):
+            if self._state.stray is None:  # no SSE field: noted, for the error if no event comes
+                self._state.note_stray((<const char *>p)[:n if n < STRAY_KEPT else STRAY_KEPT], pos)
         # id, retry and unknown fields carry nothing callstitch needs
         return 0
 
@@ -999,22 +1139,37 @@ cdef class Accumulator:
                 self._chunk = <cs_chunk *>PyMem_Malloc(sizeof(cs_chunk))
                 if self._chunk == NULL:
                     raise MemoryError()
-            if event is None and cs_scan_chat_chunk(data, n, self._chunk):
+            if event is None and cs_scan_chat_chunk(data, n, self._chunk) and (self._seen or self._chat_seen()):
                 self._apply_chunk()
                 return 0
         # (event is None first: several formats name no events, and None != "error" is a slow comparison)
-        elif self._fmt != FMT_OTHER and (event is None or event != "error") and self._fast_event(event, data, n):
+        elif self._fmt != FMT_OTHER and self._seen and (event is None or event != "error") and \
+                self._fast_event(event, data, n):
             return 0
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
         if self._halting:
             self._ended_seen = self._state.ended
+        if not self._seen:
+            self._seen = self._state.recognised
         if self._auto and self._state.format != "auto":
             # format="auto" has just learnt the format: the fast path applies from now on if it is chat.
             self._auto = False
             self._fast = self._state.format == "openai-chat"
             self._fmt = _FORMAT_CODES.get(self._state.format, FMT_OTHER)
         return 0
+
+    cdef bint _chat_seen(self):
+        """Tell whether the chunk just scanned is a chat event, as _dispatch.foreign would: it has choices.
+
+        Only asked until the first one: it keeps a stream's first chunk on the fast path. A chunk
+        without choices goes the general way, which decides.
+        """
+        if self._chunk.n_choices == 0:
+            return False
+        self._seen = True
+        self._state.recognised = True
+        return True
 
     def _event(self, event, bytes data, offset):
         """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
@@ -1033,6 +1188,7 @@ cdef class Accumulator:
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
+            self._ja = self._state.framing == _JSONARRAY
             self._feed_data(data)
         if self._es:
             # What _framing.EventStreamFramer.end does.
@@ -1048,6 +1204,12 @@ cdef class Accumulator:
                 _framing.ends_inside(self._state, bytes(self._tail), self._offset)
                 self._offset += m
                 del self._tail[:]
+            _close(self, self._state)
+            return 0
+        if self._ja:
+            if self._ja_in:  # an element the stream left unfinished: handed over as it is, as end() does
+                tail = bytes(self._tail)
+                self._array_element(<const unsigned char *><char *>tail, len(tail))
             _close(self, self._state)
             return 0
         if self._nd:
@@ -1196,7 +1358,8 @@ cdef class Accumulator:
         if self._fmt == FMT_RESPONSES:
             if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
                 return 0
-            if v[2].kind == CS_T_STR and _is(&v[0], "response.function_call_arguments.delta", 38):
+            if v[2].kind == CS_T_STR and (_is(&v[0], "response.function_call_arguments.delta", 38) or _is(
+                    &v[0], "response.custom_tool_call_input.delta", 37)):
                 if v[1].kind != CS_T_STR:
                     return 0
                 return self._append_item(&v[1], &v[2])
@@ -1215,6 +1378,8 @@ cdef class Accumulator:
                 self._complete_slot(slot)
                 return 1
             if _is(&v[0], "response.output_item.done", 25) or _is(&v[0], "response.output_item.added", 26):
+                if _is(&v[3], "custom_tool_call", 16):
+                    return 0  # a custom (free-form) tool call: the general way
                 if not _is(&v[3], "function_call", 13):
                     # a message, reasoning, a server tool: not ours (an escaped type is read the general way)
                     return 0 if v[3].kind == CS_T_STR and v[3].has_esc else 1
@@ -1678,6 +1843,17 @@ cdef class Accumulator:
             return
         self._append(slot, data)
 
+    def _custom_fragment(self, choice, index, call_id, name, text):
+        """Route one fragment of a custom (free-form) tool call; its input text is appended as sent."""
+        cdef _Slot slot = self._route(choice, index, call_id, name)
+        if slot is None:
+            return  # over a limit: recorded, and the fragment dropped
+        slot.custom = True
+        if text:
+            data, slot.pending, bits, _ = argument_bytes(text, slot.pending)  # text: always a str
+            slot.quirks |= bits
+            self._append(slot, data)
+
     def _whole(self, choice, call_id, name, arguments):
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
@@ -1933,6 +2109,7 @@ cdef class Accumulator:
     cdef object _build(self):
         cdef _Slot s
         self._end_of_stream()
+        unrecognised(self._state, bool(self._slots or self._texts), self._fed)
         if _zero_keys(self._choices) and _zero_keys(self._texts) and _zero_keys(self._state.finish_reasons):
             # Plainly one choice, the common case: no (choice, seq, call) tuples to group.
             return one_choice_result([self._settle(s, True) for s in self._slots], self._text_bytes(0), self._state)
@@ -1966,7 +2143,8 @@ cdef class Accumulator:
             data = slot.buf if final else bytes(slot.buf)
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
-                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
+                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
+                                  slot.custom)
             slot.call_nfrags = slot.nfrags
         return slot.call
 

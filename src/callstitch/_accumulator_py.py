@@ -18,6 +18,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
 from ._limits import Limits, as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._recognition import unrecognised
 from ._results import Result, ToolCall
 from ._state import StreamState
 from ._text import argument_bytes, encode_fragment, escape_surrogate
@@ -31,7 +32,7 @@ class _Slot:
     """One call being received: id, name and its argument bytes."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks", "call", "call_nfrags", "over", "parsed")
+                 "pending", "quirks", "call", "call_nfrags", "over", "parsed", "custom")
 
     def __init__(self, choice: int, seq: int, position: int) -> None:
         self.choice = choice
@@ -51,6 +52,7 @@ class _Slot:
         self.call_nfrags = 0
         self.over = False  # its arguments reached Limits.call_bytes: the rest is dropped
         self.parsed: Any = None  # the arguments as a value, when the call arrived whole with them parsed
+        self.custom = False  # an OpenAI custom tool call: its input text is the arguments, never parsed
 
 
 class _ChoiceState:
@@ -71,7 +73,7 @@ class Accumulator:
     fragments (``add``), then call ``finalize`` once for the Result.
     """
 
-    def __init__(self, format: str = "openai-chat", limits: Limits | None = None) -> None:
+    def __init__(self, format: str = "auto", limits: Limits | None = None) -> None:
         self._state = StreamState(_dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
          self._max_event) = as_numbers(limits)
@@ -132,7 +134,7 @@ class Accumulator:
         if isinstance(data, str):
             data = data.encode("utf-8")
         elif not isinstance(data, bytes):
-            data = bytes(data)
+            data = _framing.as_bytes(data)
         if not data or self._halted_at >= 0:
             return
         self._fed_len = len(data)
@@ -300,6 +302,9 @@ class Accumulator:
         known call's arguments with plain text; the general adapter (_openai_chat) would do the
         same with it, and takes everything else.
         """
+        if not self._state.recognised:  # until an event of the format has come, every event goes the general way
+            _dispatch.handle_event(self, self._state, None, payload, offset)
+            return
         try:
             chunk = _loads(payload)
         except _JSONDecodeError:
@@ -375,6 +380,8 @@ class Accumulator:
             self._data_line(b"", pos)
         elif field == b"event":
             self._event_name = value.decode("utf-8", "replace")
+        elif field != b"id" and field != b"retry":
+            self._state.note_stray(line, pos)  # no SSE field: noted, for the error if no event comes
         # id, retry and unknown fields carry nothing callstitch needs
 
     def _data_line(self, value: bytes, pos: int) -> None:
@@ -474,6 +481,17 @@ class Accumulator:
             self._state.error("unexpected shape", problem, None)
             return
         self._append(slot, data)
+
+    def _custom_fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, text: Any) -> None:
+        """Route one fragment of a custom (free-form) tool call; its input text is appended as sent."""
+        slot = self._route(choice, index, call_id, name)
+        if slot is None:
+            return  # over a limit: recorded, and the fragment dropped
+        slot.custom = True
+        if text:
+            data, slot.pending, bits, _ = argument_bytes(text, slot.pending)  # text: always a str
+            slot.quirks |= bits
+            self._append(slot, data)
 
     def _whole(self, choice: int, call_id: Any, name: str | None, arguments: Any) -> None:
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
@@ -669,6 +687,7 @@ class Accumulator:
 
     def _build(self) -> Result:
         self._end_of_stream()
+        unrecognised(self._state, bool(self._slots or self._texts), self._fed_len > 0)
         calls = [(s.choice, s.seq, self._settle(s, True)) for s in self._slots]
         texts = {}
         for choice, t in self._texts.items():
@@ -689,7 +708,8 @@ class Accumulator:
             data = slot.buf if final else bytes(slot.buf)
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
-                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
+                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
+                                  slot.custom)
             slot.call_nfrags = slot.nfrags
         return slot.call
 

@@ -12,6 +12,9 @@ _EVENTS = frozenset(("message_start", "content_block_start", "content_block_delt
                      "message_delta", "message_stop", "ping"))
 # Tool blocks whose calls the client runs; server_tool_use, mcp_tool_use … run on Anthropic's side.
 _CLIENT_BLOCKS = frozenset(("tool_use",))
+# What the Anthropic SDK's messages.stream() yields besides the raw events (anthropic/lib/streaming
+# _types.py and _beta_types.py): each repeats what a raw event beside it carries, so it is skipped.
+SDK_DERIVED = frozenset(("text", "citation", "thinking", "signature", "input_json", "compaction"))
 
 
 def claims(event: str | None, obj: Any) -> bool:
@@ -72,7 +75,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         acc._complete(None, None)
     elif kind == "error":
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
-    elif kind != "ping":
+    elif kind != "ping" and not (type(kind) is str and kind in SDK_DERIVED):
         state.error("unexpected shape", f"unknown event type {kind!r}", offset, obj)
 
 

@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
+from ._accumulator import Accumulator
 from ._limits import Limits
 from ._results import Result
 
 
+def _reassemble_with(accumulator_class: Any, body: bytes | bytearray | memoryview | str, format: str,
+                     strict: bool, limits: Limits | None) -> Result:
+    acc = accumulator_class(format=format, limits=limits)
+    acc.feed(body)
+    return acc.finalize(strict=strict)  # type: ignore[no-any-return]
+
+
+def reassemble(body: bytes | bytearray | memoryview | str, format: str = "auto", *, strict: bool = False,
+               limits: Limits | None = None) -> Result:
+    """Reassemble the tool calls of one whole streamed response body.
+
+    ``format`` names the wire format, or "auto" (the default) detects it; ``strict=True``
+    raises the first error instead of reporting it; ``limits`` bound what the stream may hold.
+    """
+    return _reassemble_with(Accumulator, body, format, strict, limits)
+
+
 def make_reassemble(accumulator_class: type) -> Callable[..., Result]:
-    """Return a reassemble() function that uses accumulator_class."""
+    """Return reassemble() bound to accumulator_class instead (the tests bind each twin with it)."""
 
-    def reassemble(body: bytes | bytearray | memoryview | str, format: str = "openai-chat", *,
-                   strict: bool = False, limits: Limits | None = None) -> Result:
-        """Reassemble the tool calls of one whole streamed response body."""
-        acc = accumulator_class(format=format, limits=limits)
-        acc.feed(body)
-        return acc.finalize(strict=strict)
+    def bound(body: bytes | bytearray | memoryview | str, format: str = "auto", *, strict: bool = False,
+              limits: Limits | None = None) -> Result:
+        return _reassemble_with(accumulator_class, body, format, strict, limits)
 
-    return reassemble
+    bound.__doc__ = reassemble.__doc__
+    return bound

@@ -504,7 +504,7 @@ enum {
     CS_K_OTHER = 0, CS_K_CHOICES, CS_K_USAGE, CS_K_ERROR, CS_K_INDEX, CS_K_DELTA,
     CS_K_FINISH, CS_K_MESSAGE, CS_K_CONTENT, CS_K_RCONTENT, CS_K_REASONING,
     CS_K_REFUSAL, CS_K_TOOLCALLS, CS_K_FCALL, CS_K_ID, CS_K_FUNCTION, CS_K_NAME,
-    CS_K_ARGS, CS_K_BAD = -1
+    CS_K_ARGS, CS_K_CUSTOM, CS_K_TYPE, CS_K_BAD = -1
 };
 
 /* Classify an escape-free key by its raw bytes. */
@@ -513,13 +513,17 @@ static inline int cs_key_id(const unsigned char *k, ptrdiff_t kn)
 #define CS_KEYIS(lit) cs_same(k, lit, sizeof(lit) - 1)
     switch (kn) {
     case 2:  return CS_KEYIS("id") ? CS_K_ID : CS_K_OTHER;
-    case 4:  return CS_KEYIS("name") ? CS_K_NAME : CS_K_OTHER;
+    case 4:
+        if (CS_KEYIS("name")) return CS_K_NAME;
+        if (CS_KEYIS("type")) return CS_K_TYPE;
+        return CS_K_OTHER;
     case 5:
         if (CS_KEYIS("index")) return CS_K_INDEX;
         if (CS_KEYIS("delta")) return CS_K_DELTA;
         if (CS_KEYIS("usage")) return CS_K_USAGE;
         if (CS_KEYIS("error")) return CS_K_ERROR;
         return CS_K_OTHER;
+    case 6:  return CS_KEYIS("custom") ? CS_K_CUSTOM : CS_K_OTHER;
     case 7:
         if (CS_KEYIS("choices")) return CS_K_CHOICES;
         if (CS_KEYIS("content")) return CS_K_CONTENT;
@@ -590,7 +594,7 @@ static CS_ALWAYS_INLINE const unsigned char *cs_key(const unsigned char *p, cons
         case 'r': CS_LIT("role", CS_K_OTHER); CS_LIT("reasoning_content", CS_K_RCONTENT);
                   CS_LIT("reasoning", CS_K_REASONING); CS_LIT("refusal", CS_K_REFUSAL); break;
         case 's': CS_LIT("system_fingerprint", CS_K_OTHER); CS_LIT("service_tier", CS_K_OTHER); break;
-        case 't': CS_LIT("tool_calls", CS_K_TOOLCALLS); CS_LIT("type", CS_K_OTHER); break;
+        case 't': CS_LIT("tool_calls", CS_K_TOOLCALLS); CS_LIT("type", CS_K_TYPE); break;
         case 'u': CS_LIT("usage", CS_K_USAGE); break;
         default: break;
         }
@@ -661,6 +665,14 @@ static inline const unsigned char *cs_call(const unsigned char *p, const unsigne
         case CS_K_ID:
             p = cs_strnull(p, e, &f->id);
             break;
+        case CS_K_TYPE:
+            /* "function" (or null) as OpenAI sends it; a custom (free-form) call, or any other
+             * type, is the general path's to read. */
+            if (e - p >= 10 && cs_same(p, "\"function\"", 10)) p += 10;
+            else if (cs_is_null(p, e)) p += 4;
+            else return NULL;
+            break;
+        case CS_K_CUSTOM:
         case CS_K_BAD:
             return NULL;
         default:
@@ -757,7 +769,7 @@ static inline const unsigned char *cs_choice_obj(const unsigned char *p, const u
         case CS_K_DELTA:
             if (seen & 2u) return NULL;
             seen |= 2u;
-            if (*p == '{') p = cs_delta(p, e, out, ch);
+            if (*p == '{') { p = cs_delta(p, e, out, ch); seen |= 8u; }
             else if (cs_is_null(p, e)) p += 4;
             else return NULL;
             break;
@@ -765,6 +777,11 @@ static inline const unsigned char *cs_choice_obj(const unsigned char *p, const u
             p = cs_strnull(p, e, &ch->finish_reason);
             break;
         case CS_K_MESSAGE:
+            /* Beside a delta, a message repeats it (some servers send both): skipped. Without
+             * one, the message is the content: the general path reads it. */
+            seen |= 4u;
+            p = cs_skipv(p, e, 3);
+            break;
         case CS_K_BAD:
             return NULL;
         default:
@@ -777,6 +794,7 @@ static inline const unsigned char *cs_choice_obj(const unsigned char *p, const u
         if (r == 0) break;
     }
     if (!(seen & 1u)) return NULL;
+    if ((seen & 4u) && !(seen & 8u)) return NULL;   /* a message and no delta object */
     return p;
 }
 

@@ -19,7 +19,8 @@ _DESCRIPTION = """\
 Read captured streamed LLM responses and print one JSON line per tool call:
 
   {"source": PATH, "stream": N, "choice": C, "index": I, "id": ..., "name": ...,
-   "arguments": {...} | null, "error": null | "message", "quirks": [...]}
+   "kind": "function" | "custom", "arguments": {...} | "text" | null,
+   "error": null | "message", "quirks": [...]}
 
 plus "raw_arguments" (the text as received) when the arguments did not parse,
 and "reason" with it when they are nested too deep (over 500 levels) to write.
@@ -28,11 +29,11 @@ Inputs: files, directories (walked recursively; files named *.sse, *.txt, *.ndjs
 *.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not),
 glob patterns (quote them: '**' recurses) and '-' for standard input (the default).
 A file may hold:
-  - one response body, or several back to back: SSE, NDJSON, or the raw AWS event
-    stream. Responses are cut at each one's terminator ([DONE], message_stop,
-    response.completed/.failed/.incomplete, Cohere message-end, Ollama "done":true,
-    Bedrock messageStop and its metadata event, Gemini's finishReason chunk or a new
-    responseId); the format of the first response decides how. "stream" counts the
+  - one response body, or several back to back: SSE, NDJSON, the raw AWS event
+    stream, or a JSON array (Gemini without alt=sse). Responses are cut at each one's
+    terminator ([DONE], message_stop, response.completed/.failed/.incomplete, Cohere
+    message-end, Ollama "done":true, Bedrock messageStop and its metadata event, Gemini's
+    finishReason chunk or a new responseId, a JSON array's closing ]); the format of the first response decides how. "stream" counts the
     responses of a file from 0.
   - a JSONL log with one captured response per line (--field names where the body is;
     a string holding the raw body, or a list of chunk objects). "stream" is the

@@ -66,6 +66,28 @@ def detect(event: str | None, obj: Any) -> str | None:
     return None
 
 
+def foreign(state: Any, event: str | None, obj: Any, offset: int | None) -> bool:
+    """Tell whether an event plainly belongs to a known format other than the stream's: it is then skipped.
+
+    Asked only until the first event of the stream's own format (state.recognised), so a stream
+    named right pays for it once. A stream named wrong is reported once, naming the format its
+    events look like; its events are not handed to an adapter that would misread them.
+    """
+    if ADAPTERS[state.format].claims(event, obj):
+        state.recognised = True
+        return False
+    found = detect(event, obj)
+    if found is None:
+        if state.first_event is None:
+            state.first_event = (offset, obj)
+        return False
+    if state.misnamed is None:
+        state.misnamed = found
+        state.error("wrong format", f"the events look like {found}, not {state.format}; pass format={found!r} "
+                    "or 'auto'", offset, obj)
+    return True
+
+
 def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: int | None) -> None:
     """Handle one framed event (SSE event name or event-stream type, payload bytes) the fast path did not."""
     if event is None and state.format == "openai-chat" and data[:1] == b"{":
@@ -74,7 +96,8 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
         except orjson.JSONDecodeError:
             pass
         else:
-            _openai_chat.handle_chunk(acc, state, obj, offset)
+            if state.recognised or not foreign(state, None, obj, offset):
+                _openai_chat.handle_chunk(acc, state, obj, offset)
             return
     stripped = data.strip(b" \t\r\n")
     if stripped == b"[DONE]":
@@ -89,6 +112,8 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
     except (orjson.JSONDecodeError, ValueError) as exc:
         kind = "in-band error" if event == "error" else "malformed chunk"
         state.error(kind, f"not valid JSON ({exc})", offset, data)
+        if state.framing == "ndjson" and stripped[:1] not in (b"{", b"["):
+            state.note_stray(data.rstrip(b" \t\r\n"), offset)  # not even cut JSON: an HTML page, noise, SSE
         return
     handle_parsed(acc, state, event, obj, offset)
 
@@ -105,8 +130,11 @@ def handle_parsed(acc: Any, state: Any, event: str | None, obj: Any, offset: int
                 state.error("unexpected shape", "an event of no known format", offset, obj)
             return
         state.format = found
+        state.recognised = True
     if event == "error":
         state.error("in-band error", error_text(obj.get("error", obj) if type(obj) is dict else obj), offset, obj)
+        return
+    if not state.recognised and foreign(state, event, obj, offset):
         return
     ADAPTERS[state.format].handle(acc, state, event, obj, offset)
 

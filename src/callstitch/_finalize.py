@@ -126,13 +126,16 @@ def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: 
 
 def make_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
               cumulative: list[int] | None, last_start: int, bits: int, cut: bool = False,
-              parsed: Any = None) -> ToolCall:
+              parsed: Any = None, custom: bool = False) -> ToolCall:
     """Build one finished ToolCall from a slot's state: its arguments parsed once.
 
     cut: the arguments went past Limits.call_bytes and the rest was dropped; they are reported
     as truncated whatever the kept part looks like. parsed: the arguments as a value, when the
-    call arrived whole with them already parsed (data is then their compact JSON).
+    call arrived whole with them already parsed (data is then their compact JSON). custom: an
+    OpenAI custom tool call, whose input text is its arguments, as sent.
     """
+    if custom:
+        return _custom_call(choice, index, call_id, name, data, cumulative, bits, cut)
     if parsed is not None and not cut:
         if type(parsed) is dict:
             return ToolCall(call_id, name, choice, index, parsed, data, None, quirk_names(bits))
@@ -144,6 +147,21 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
         return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
     data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name)
     return ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more))
+
+
+def _custom_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
+                 cumulative: list[int] | None, bits: int, cut: bool) -> ToolCall:
+    """Build a custom (free-form) call: its input is any text, kept exactly as sent, never parsed."""
+    if cumulative is not None and len(cumulative) > 1:
+        # The slot keeps only the latest of fragments that each began with the one before: no
+        # JSON tells cumulative sending apart here, so the text is the fragments as sent.
+        data = b"".join(data[:n] for n in cumulative[:-1]) + data
+    text = bytes(data).decode("utf-8", "replace")
+    if cut:
+        error = ArgumentsError("truncated", "the rest of the input went past Limits.call_bytes and was dropped",
+                               call_id=call_id, name=name, offset=len(data), raw=data)
+        return ToolCall(call_id, name, choice, index, None, text, error, quirk_names(bits), "custom")
+    return ToolCall(call_id, name, choice, index, text, text, None, quirk_names(bits), "custom")
 
 
 def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:

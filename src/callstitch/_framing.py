@@ -1,21 +1,23 @@
-"""Framings other than SSE: NDJSON and the AWS event stream, and telling which one a body uses.
+"""Framings other than SSE: NDJSON, the AWS event stream, a JSON array, and telling which one a body uses.
 
 SSE, by far the most common, is framed by the accumulator twins themselves (it is on the hot
-path); the compiled twin frames NDJSON and the event stream in place as well. The framers here
-serve the pure-Python twin and hand each event back to its ``_event``; they are what the
-compiled twin's framing must match byte for byte, and the event stream's messages and errors
-are written once, in the helpers below EventStreamFramer, for both.
+path); the compiled twin frames NDJSON, the event stream and the JSON array (Gemini's
+``streamGenerateContent`` without ``alt=sse``) in place as well. The framers here serve the
+pure-Python twin and hand each event back to its ``_event``; they are what the compiled twin's
+framing must match byte for byte, and the event stream's messages and errors are written once,
+in the helpers below EventStreamFramer, for both.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from typing import Any
 
 from ._limits import line_dropped
 
-SSE, NDJSON, EVENTSTREAM = "sse", "ndjson", "eventstream"
+SSE, NDJSON, EVENTSTREAM, JSONARRAY = "sse", "ndjson", "eventstream", "json-array"
 
 _BOM = b"\xef\xbb\xbf"
 _PRELUDE = 12          # total length, headers length, prelude CRC
@@ -23,6 +25,22 @@ _PRELUDE_FIELDS = struct.Struct(">III")
 _CRC = struct.Struct(">I")
 _MIN_MESSAGE = 16      # prelude and message CRC
 _WHITESPACE = b" \t\r\n"
+
+
+def feed_type_error(data: Any) -> TypeError:
+    """Return the TypeError for feed() given what is not bytes or str (a parsed chunk, a number)."""
+    return TypeError(f"feed() takes bytes or str as read from the network, not {type(data).__name__}; "
+                     "for a parsed chunk use feed_chunk()")
+
+
+def as_bytes(data: Any) -> bytes:
+    """Return the bytes of what feed() was given that is not bytes or str: anything with the buffer protocol."""
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise feed_type_error(data) from None
+    with view:
+        return view.tobytes()
 
 
 def _prelude_ok(head: bytes) -> bool:
@@ -37,11 +55,14 @@ def choose(head: bytes, final: bool = False) -> str | None:
         # An event-stream message starts with its length: a zero byte for any message under 16 MiB,
         # and no text framing starts with one. A damaged first prelude is the framer's to report.
         return EVENTSTREAM
+    if len(head) < 3 and _BOM.startswith(head) and not final:
+        return None  # a BOM may be arriving a byte at a time: its end will tell
     text = head[3:] if head.startswith(_BOM) else head
     text = text.lstrip(_WHITESPACE)
     if not text:
         return None if not final else SSE
-    return NDJSON if text[:1] == b"{" else SSE
+    first = text[:1]
+    return NDJSON if first == b"{" else JSONARRAY if first == b"[" else SSE
 
 
 class NDJSONFramer:
@@ -101,6 +122,155 @@ class NDJSONFramer:
         tail, self._tail = self._tail, b""
         self._line(tail, self._offset)
         self._offset += len(tail)
+
+
+_SIGNIFICANT = re.compile(rb"[^ \t\r\n,]")    # outside an element: whitespace and commas separate
+_STRUCTURE = re.compile(rb'["{}\[\]]')        # inside an object or array
+_IN_STRING = re.compile(rb'["\\]')
+_SCALAR_END = re.compile(rb'[ \t\r\n,\[\]{}"]')
+
+
+class JSONArrayFramer:
+    """One JSON array whose elements arrive one by one (Gemini's streamGenerateContent without alt=sse).
+
+    Google writes it pretty-printed: ``[{`` … ``}`` then ``\r\n,\r\n{`` … and ``\r\n]`` at the end.
+    Each element is handed over as one event as soon as its last byte arrives; whitespace and
+    commas between elements are separators, whatever their layout. The closing ``]`` is the
+    stream's terminator; an element the stream leaves unfinished is handed over as it is (and
+    reported as malformed). An element over Limits.event_bytes is dropped as it arrives, never held.
+    """
+
+    def __init__(self, acc: Any, state: Any) -> None:
+        self._acc = acc
+        self._state = state
+        self._offset = 0          # stream offset of the next byte fed
+        self._started = False     # the BOM check is done
+        self._head = b""          # a possible BOM, split across reads
+        self._open = False        # inside the array: "[" seen, "]" not yet
+        self._element: bytearray | None = None  # the element being received (None outside one)
+        self._start = 0           # its stream offset
+        self._size = 0            # its size so far (kept or not)
+        self._dropping = False    # it went over Limits.event_bytes: its bytes are not kept
+        self._depth = 0           # open objects and arrays inside it
+        self._in_string = False
+        self._escape = False      # the last byte fed was a backslash inside a string
+        self._scalar = False      # it is a bare number, literal or junk, ended by a separator
+
+    def feed(self, data: bytes) -> None:
+        """Take more bytes; hand over every complete element."""
+        if not self._started:
+            data = self._head + data
+            if len(data) < 3 and _BOM.startswith(data):
+                self._head = data
+                return
+            self._started = True
+            self._head = b""
+            if data.startswith(_BOM):
+                data = data[3:]
+                self._offset = 3
+        pos, n = 0, len(data)
+        while pos < n:
+            if self._element is None:
+                pos = self._between(data, pos)
+            else:
+                pos = self._inside(data, pos)
+        self._offset += n
+
+    def _between(self, data: bytes, pos: int) -> int:
+        """Read separators, "[" and "]" up to the next element's first byte; return where to go on."""
+        m = _SIGNIFICANT.search(data, pos)
+        if m is None:
+            return len(data)
+        pos = m.start()
+        byte = data[pos]
+        if byte == 0x5B and not self._open:  # "[": the array opens (again, for arrays back to back)
+            self._open = True
+            return pos + 1
+        if byte == 0x5D and self._open:  # "]": the array ends, and with it the stream
+            self._open = False
+            state = self._state
+            state.complete = True
+            state.ended = True
+            self._acc._complete(None, None)
+            return pos + 1
+        self._element = bytearray()
+        self._start = self._offset + pos
+        self._size = 0
+        self._dropping = False
+        self._in_string = byte == 0x22
+        self._scalar = byte not in (0x7B, 0x5B, 0x22)
+        self._depth = 1 if byte in (0x7B, 0x5B) else 0
+        self._take(data, pos, pos + 1)
+        return pos + 1
+
+    def _inside(self, data: bytes, pos: int) -> int:
+        """Read on inside the element being received; hand it over when its last byte comes."""
+        n = len(data)
+        while pos < n:
+            if self._escape:
+                self._escape = False
+                self._take(data, pos, pos + 1)
+                pos += 1
+                continue
+            if self._scalar:
+                m = _SCALAR_END.search(data, pos)
+                end = n if m is None else m.start()
+                self._take(data, pos, end)
+                if m is None:
+                    return n
+                self._finish()
+                return end
+            m = (_IN_STRING if self._in_string else _STRUCTURE).search(data, pos)
+            if m is None:
+                self._take(data, pos, n)
+                return n
+            end = m.end()
+            self._take(data, pos, end)
+            pos = end
+            byte = data[end - 1]
+            if self._in_string:
+                if byte == 0x5C:  # a backslash: the next byte is escaped, even in the next read
+                    self._escape = True
+                    continue
+                self._in_string = False
+            elif byte == 0x22:
+                self._in_string = True
+                continue
+            elif byte in (0x7B, 0x5B):
+                self._depth += 1
+                continue
+            else:
+                self._depth -= 1
+            if self._depth <= 0 and not self._in_string:
+                self._finish()
+                return pos
+        return pos
+
+    def _take(self, data: bytes, start: int, end: int) -> None:
+        """Keep data[start:end] as part of the element, within Limits.event_bytes."""
+        self._size += end - start
+        if self._dropping:
+            return
+        limit = self._state.event_limit
+        if self._size > limit:
+            line_dropped(self._state, limit, self._start, "array element")
+            self._dropping = True
+            self._element = bytearray()
+            return
+        self._element += data[start:end]
+
+    def _finish(self) -> None:
+        element, self._element = self._element, None
+        self._in_string = self._escape = self._scalar = False
+        self._depth = 0
+        if not self._dropping and element:
+            self._acc._event(None, bytes(element), self._start)
+        self._dropping = False
+
+    def end(self) -> None:
+        """Hand over an element the stream left unfinished: it is reported as malformed, never lost."""
+        if self._element is not None:
+            self._finish()
 
 
 class EventStreamFramer:
@@ -283,6 +453,8 @@ def parse_headers(data: bytes) -> dict[str, Any]:
 
 def make_framer(kind: str, acc: Any, state: Any) -> Any:
     """Return the framer object for a framing other than SSE."""
+    if kind == JSONARRAY:
+        return JSONArrayFramer(acc, state)
     return NDJSONFramer(acc, state) if kind == NDJSON else EventStreamFramer(acc, state)
 
 

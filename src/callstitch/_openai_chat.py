@@ -55,7 +55,9 @@ def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> Non
         else:
             state.error("unexpected shape", "'delta' is not an object", offset, choice)
     # A whole (non-streamed) response has "message" where a chunk has "delta": same fields.
-    message = choice.get("message")
+    # Some servers send both in every chunk, the same fragment twice: with a delta, the
+    # message is a copy of it, not a second source.
+    message = choice.get("message") if delta is None else None
     if message is not None:
         if type(message) is dict:
             _handle_delta(acc, state, number, message, offset)
@@ -102,10 +104,12 @@ def _handle_delta(acc: Any, state: Any, number: int, delta: dict, offset: int | 
             state.error("unexpected shape", f"tool call id {call_id!r} is not a string", offset, call)
             call_id = None
         function = call.get("function")
-        if function is None:
-            acc._fragment(number, index, call_id, None, None)
-        else:
+        if function is not None:
             _handle_function(acc, state, number, index, call_id, function, offset)
+        elif call.get("custom") is not None or call.get("type") == "custom":
+            _handle_custom(acc, state, number, index, call_id, call.get("custom"), offset)
+        else:
+            acc._fragment(number, index, call_id, None, None)
 
 
 def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any, function: Any,
@@ -118,6 +122,24 @@ def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any
         state.error("unexpected shape", f"function name {name!r} is not a string", offset, function)
         name = None
     acc._fragment(number, index, call_id, name, function.get("arguments"))
+
+
+def _handle_custom(acc: Any, state: Any, number: int, index: Any, call_id: Any, custom: Any,
+                   offset: int | None) -> None:
+    """One fragment of a custom (free-form) tool call: custom.name, and custom.input, text as sent."""
+    if custom is not None and type(custom) is not dict:
+        state.error("unexpected shape", "'custom' is not an object", offset, custom)
+        return
+    name = text = None
+    if custom is not None:
+        name, text = custom.get("name"), custom.get("input")
+        if name is not None and type(name) is not str:
+            state.error("unexpected shape", f"custom tool name {name!r} is not a string", offset, custom)
+            name = None
+        if text is not None and type(text) is not str:
+            state.error("unexpected shape", "custom tool input is not a string", offset, custom)
+            text = None
+    acc._custom_fragment(number, index, call_id, name, text)
 
 
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:

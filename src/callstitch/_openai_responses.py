@@ -25,7 +25,8 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     if type(kind) is not str:
         return  # like any event type it does not know (JSON values may be unhashable: no lookups)
     notes = state.notes
-    if kind == "response.function_call_arguments.delta":
+    if kind == "response.function_call_arguments.delta" or kind == "response.custom_tool_call_input.delta":
+        # A custom tool call's input streams as function arguments do (its item says it is custom).
         item, delta = obj.get("item_id"), obj.get("delta")
         if type(item) is str and item in notes.get("calls", ()) and type(delta) is str:
             if delta:  # an empty delta brings nothing: the done event's arguments still count
@@ -39,10 +40,16 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         item = obj.get("item")
         if type(item) is dict and item.get("type") == "function_call":
             _item(acc, state, item, done=kind.endswith("done"))
-    elif kind == "response.function_call_arguments.done":
+        elif type(item) is dict and item.get("type") == "custom_tool_call":
+            _item(acc, state, item, done=kind.endswith("done"), custom=True, offset=offset)
+    elif kind == "response.function_call_arguments.done" or kind == "response.custom_tool_call_input.done":
         item = obj.get("item_id")
         if type(item) is str and item in notes.get("calls", ()):
-            _arguments(acc, state, item, obj.get("arguments"))
+            sent = obj.get("arguments" if kind.endswith("arguments.done") else "input")
+            if kind.endswith("input.done") and sent is not None and type(sent) is not str:
+                state.error("unexpected shape", "custom tool call input is not a string", offset, obj)
+                sent = None
+            _arguments(acc, state, item, sent)
             acc._complete(0, state.key(item))
     elif kind in _ENDS:
         response = obj.get("response")
@@ -61,8 +68,8 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
 
 
-def _item(acc: Any, state: Any, item: dict, done: bool) -> None:
-    """Register a function_call item (the call id is call_id; the item id keys its deltas)."""
+def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False, offset: int | None = None) -> None:
+    """Register a function_call or custom_tool_call item (the call id is call_id; the item id keys its deltas)."""
     key = item.get("id") or item.get("call_id")
     if type(key) is not str:
         return  # an item with no usable id cannot be told apart from the others
@@ -71,9 +78,12 @@ def _item(acc: Any, state: Any, item: dict, done: bool) -> None:
     call_id, name = item.get("call_id"), item.get("name")
     if key not in calls:
         calls.add(key)
-        acc._fragment(0, state.key(key), call_id if type(call_id) is str else None,
-                      name if type(name) is str else None, None)
-    arguments = item.get("arguments")
+        (acc._custom_fragment if custom else acc._fragment)(
+            0, state.key(key), call_id if type(call_id) is str else None, name if type(name) is str else None, None)
+    arguments = item.get("input" if custom else "arguments")
+    if custom and arguments is not None and type(arguments) is not str:
+        state.error("unexpected shape", "custom tool call input is not a string", offset, item)
+        arguments = None
     if arguments:
         _arguments(acc, state, key, arguments)
     if done:

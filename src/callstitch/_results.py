@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 __all__ = ["ArgumentsError", "StreamError", "ToolCall", "Result", "Choice"]
@@ -16,6 +17,20 @@ def excerpt(text: str | bytes, offset: int = 0) -> str:
     start = max(0, offset - _EXCERPT // 2)
     piece = text[start:start + _EXCERPT]
     return ("…" if start else "") + piece + ("…" if start + _EXCERPT < len(text) else "")
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxdict = _REPR.maxlist = 6
+_REPR.maxlevel = 3
+
+
+def _short(value: Any, width: int = 60) -> str:
+    """Return a repr of value cut to about width characters (a huge argument object is never rendered whole)."""
+    if type(value) is str:
+        return repr(value if len(value) <= width else value[:width - 3] + "...")
+    text = _REPR.repr(value)
+    return text if len(text) <= width + 20 else text[:width + 17] + "..."
 
 
 class ArgumentsError(ValueError):
@@ -47,8 +62,10 @@ def _rebuild_arguments_error(kind, detail, call_id, name, offset, raw):
 class StreamError(ValueError):
     """A problem met in the stream itself: a malformed chunk, an in-band error event, an unexpected shape.
 
-    ``kind`` is "malformed chunk", "in-band error", "unexpected shape" (and, later, "limit");
-    ``offset`` is the byte offset of the event in the stream (None for chunks fed as objects).
+    ``kind`` is "malformed chunk", "in-band error", "unexpected shape", "limit", "wrong format"
+    (the events are another known format's) or "not a stream" (no event of the format came: an
+    error page, noise, an empty body); ``offset`` is the byte offset of the event in the stream
+    (None for chunks fed as objects).
     """
 
     def __init__(self, kind: str, detail: str, *, offset: int | None = None, data: Any = None) -> None:
@@ -74,13 +91,17 @@ def _rebuild_stream_error(kind, detail, offset, data):
 
 
 class ToolCall:
-    """One finished tool call."""
+    """One finished tool call.
 
-    __slots__ = ("id", "name", "choice", "index", "arguments", "_raw", "error", "quirks")
+    ``kind`` is "function" for a function call (arguments: the parsed JSON), or "custom" for an
+    OpenAI custom (free-form) tool call, whose ``arguments`` is its input text as sent, never parsed.
+    """
+
+    __slots__ = ("id", "name", "choice", "index", "arguments", "_raw", "error", "quirks", "kind")
 
     def __init__(self, id: str | None, name: str | None, choice: int, index: int, arguments: Any,
                  raw_arguments: str | bytes | bytearray, error: ArgumentsError | None = None,
-                 quirks: tuple[str, ...] = ()) -> None:
+                 quirks: tuple[str, ...] = (), kind: str = "function") -> None:
         self.id = id
         self.name = name
         self.choice = choice
@@ -91,6 +112,7 @@ class ToolCall:
         self._raw = raw_arguments
         self.error = error
         self.quirks = quirks
+        self.kind = kind
 
     @property
     def raw_arguments(self) -> str:
@@ -106,11 +128,11 @@ class ToolCall:
         # Pickled with its raw text as a string: a call whose arguments the compiled twin kept as
         # sent then loads where the extension is not built.
         return (ToolCall, (self.id, self.name, self.choice, self.index, self.arguments, self.raw_arguments,
-                           self.error, self.quirks))
+                           self.error, self.quirks, self.kind))
 
     def to_dict(self) -> dict[str, Any]:
         """Return the call as a plain dict (the CLI's record shape)."""
-        d = {"choice": self.choice, "index": self.index, "id": self.id, "name": self.name,
+        d = {"choice": self.choice, "index": self.index, "id": self.id, "name": self.name, "kind": self.kind,
              "arguments": self.arguments, "error": None if self.error is None else str(self.error),
              "quirks": list(self.quirks)}
         if self.arguments is None:
@@ -119,7 +141,8 @@ class ToolCall:
 
     def _key(self) -> tuple:
         err = None if self.error is None else (self.error.kind, self.error.offset)
-        return (self.id, self.name, self.choice, self.index, self.arguments, self.raw_arguments, err, self.quirks)
+        return (self.id, self.name, self.choice, self.index, self.arguments, self.raw_arguments, err, self.quirks,
+                self.kind)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ToolCall) and self._key() == other._key()
@@ -127,9 +150,21 @@ class ToolCall:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        args = self.raw_arguments if len(self.raw_arguments) <= 60 else self.raw_arguments[:57] + "..."
-        err = f", error={self.error.kind!r}" if self.error is not None else ""
-        return f"ToolCall(id={self.id!r}, name={self.name!r}, choice={self.choice}, index={self.index}, arguments={args!r}{err})"
+        # Every public attribute in slot order (one added later shows up too); the raw text only
+        # when the arguments did not parse, under its own name; an error by its kind; the kind only
+        # when it is not the usual "function".
+        parts = []
+        for name in type(self).__slots__:
+            if name.startswith("_") or name == "error" or name == "quirks" or (name == "kind" and self.kind == "function"):
+                continue
+            parts.append(f"{name}={_short(getattr(self, name))}")
+            if name == "arguments" and self.arguments is None:
+                parts.append(f"raw_arguments={_short(self.raw_arguments)}")
+        if self.error is not None:
+            parts.append(f"error={self.error.kind!r}")
+        if self.quirks:
+            parts.append(f"quirks={self.quirks!r}")
+        return f"ToolCall({', '.join(parts)})"
 
 
 class Choice:
@@ -156,7 +191,7 @@ class Choice:
 
     def __repr__(self) -> str:
         return (f"Choice(index={self.index}, finish_reason={self.finish_reason!r}, "
-                f"tool_calls={len(self.tool_calls)}, text={(self.text or '')[:30]!r})")
+                f"tool_calls={len(self.tool_calls)}, text={_short(self.text, 30)})")
 
 
 class Result:

@@ -14,6 +14,9 @@ bedrock            ``messageStop``, and the ``metadata`` event that follows it
 ollama             a line whose top-level ``"done"`` is true
 gemini             the chunk with a ``finishReason`` (unless the next chunk carries the
                    same ``responseId``), and wherever a new ``responseId`` begins
+a JSON array       its closing ``]`` (Gemini without ``alt=sse``, whatever the format):
+                   a ``]`` at the start of a line, as Google writes it, or one followed
+                   by a line break and the next body's ``[``
 =================  =================================================================
 
 ``Splitter.scan(buf, pos, final)`` is all the machinery needs: it returns the cuts found in
@@ -30,7 +33,7 @@ import zlib
 
 import orjson
 
-from ._framing import EVENTSTREAM, SSE, parse_headers
+from ._framing import EVENTSTREAM, JSONARRAY, SSE, parse_headers
 
 __all__ = ["Splitter", "HOLD"]
 
@@ -47,6 +50,10 @@ _METADATA = re.compile(rb'(?:event:[ ]?metadata[\r\n]|(?:data:[ ]?)?\{\s*"metada
 _ERROR_CONTEXT = re.compile(rb'[\r\n](?:event:[ ]?|data:[ ]?\{\s*")$')
 _DONE_LINE = re.compile(rb"data:[ ]?\[DONE\]")
 _RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
+# A JSON string holds no raw line break, so a "]" just after one, or one followed by a line break
+# and a "[", is never inside a string: it closes an array, and at the start of a line (pretty-
+# printed, every inner line is indented) or before another array, the outermost one.
+_ARRAY_END = re.compile(rb"(?<=[\r\n])\]|\](?=[ \t\r\n]*[\r\n][ \t\r\n]*\[)")
 
 _NEEDLES = {
     # [DONE]; or an in-band error event, after which a server sends nothing more (but [DONE]).
@@ -115,6 +122,8 @@ class Splitter:
         """
         if self.framing == EVENTSTREAM:
             return self._scan_eventstream(buf, pos, final)
+        if self.framing == JSONARRAY:
+            return self._scan_array(buf, pos, final)
         if self._needle is None:
             return [], len(buf)
         cuts: list[int] = []
@@ -254,6 +263,25 @@ class Splitter:
                     continue
                 return start
         return None
+
+    # -- one JSON array per response ---------------------------------------------------------
+
+    def _scan_array(self, buf: bytes, pos: int, final: bool) -> tuple[list[int], int]:
+        """Cut just after each array's closing bracket; scan calls start at a line start or a cut."""
+        n = len(buf)
+        cuts = [m.end() for m in _ARRAY_END.finditer(buf, pos) if m.end() < n or not final]
+        if pos == 0 and buf[:1] == b"]" and (not cuts or cuts[0] != 1) and (n > 1 or not final):
+            cuts.insert(0, 1)  # a line starts at the buffer's start
+        if final:
+            return cuts, n
+        safe = _line_start(buf, max(pos, n - HOLD), pos)
+        last = buf.rstrip(b" \t\r\n")
+        if last.endswith(b"]") and len(last) - 1 >= pos:
+            # A bracket the next read may show to be the end (a "[" may follow): scan its line again.
+            safe = min(safe, _line_start(buf, len(last) - 1, pos))
+        if cuts:
+            safe = max(safe, cuts[-1])
+        return cuts, safe
 
     # -- the binary AWS event stream ---------------------------------------------------------
 

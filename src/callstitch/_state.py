@@ -6,17 +6,22 @@ from typing import Any
 
 from ._results import StreamError
 
+STRAY_KEPT = 4096  # bytes of the first stray line kept: for an excerpt, and to tell a JSON line's format
+
 
 class StreamState:
     """Errors, finish reasons, usage, whether the stream ended, and the format adapter's own notes."""
 
     __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "framer",
-                 "head", "event_limit", "ended")
+                 "head", "event_limit", "ended",
+                 "recognised", "misnamed", "stray", "first_event")
 
     def __init__(self, format: str) -> None:
         self.format = format
-        # How the body is framed: "sse", "ndjson", "eventstream", or None until its first bytes tell.
-        self.framing: str | None = "ndjson" if format == "ollama" else None if format in ("auto", "bedrock") else "sse"
+        # How the body is framed: "sse", "ndjson", "eventstream", "json-array", or None until its first
+        # bytes tell (Gemini streams SSE with alt=sse, one JSON array without).
+        self.framing: str | None = ("ndjson" if format == "ollama" else None if format in ("auto", "bedrock", "gemini")
+                                    else "sse")
         self.framer: Any = None   # the framer object for a framing other than SSE
         self.head = b""           # first bytes held while the framing is not yet known
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once
@@ -29,12 +34,22 @@ class StreamState:
         # and keep what else they need to remember between events in notes.
         self.keys: dict[Any, int] = {}
         self.notes: dict[str, Any] = {}
+        # Whether the body was a stream of this format at all (_dispatch.foreign, _recognition):
+        self.recognised = False   # an event of the format has come
+        self.misnamed: str | None = None  # the other format the events look like, once reported
+        self.stray: tuple[int, bytes] | None = None  # the first line that is no event of the framing: offset, text
+        self.first_event: tuple[int | None, Any] | None = None  # the first event of no known format
 
     def error(self, kind: str, detail: str, offset: int | None, data: Any = None) -> None:
         """Record a problem met in the stream."""
         if isinstance(data, (bytes, bytearray)):
             data = bytes(data[:200]).decode("utf-8", "replace")
         self.errors.append(StreamError(kind, detail, offset=offset, data=data))
+
+    def note_stray(self, line: bytes, offset: int) -> None:
+        """Note the first line that is no event of the framing (an HTML tag, noise), for _recognition."""
+        if self.stray is None:
+            self.stray = (offset, bytes(line[:STRAY_KEPT]))
 
     def finish(self, choice: int, reason: str) -> None:
         """Record a choice's finish reason; a finish reason ends the stream's calls."""

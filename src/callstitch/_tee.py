@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 
 from ._accumulator import Accumulator
@@ -15,7 +16,7 @@ class _Tap:
     """What tee and atee share: the chunks, the accumulator, the callback, the result."""
 
     # One is made per stream a gateway passes on: slots and one __init__ keep that cheap.
-    __slots__ = ("_chunks", "_acc", "_on_call", "_result", "_handed")
+    __slots__ = ("_chunks", "_acc", "_on_call", "_result", "_handed", "_settled")
 
     def __init__(self, chunks: Any, format: str = "auto", on_call: OnCall | None = None, accumulator: Any = None,
                  limits: Limits | None = None) -> None:
@@ -25,27 +26,36 @@ class _Tap:
         self._result: Result | None = None
         # ids of the calls on_call has had (the accumulator keeps them alive); made with the first one
         self._handed: set[int] | None = None
+        self._settled = False  # the calls left at the end have been handed over
+
+    def _handing(self) -> set[int]:
+        if self._handed is None:
+            self._handed = set()
+        return self._handed
 
     def _hand(self, calls: list[ToolCall]) -> None:
         """Give on_call the calls one chunk completed."""
-        if self._handed is None:
-            self._handed = set()
+        handed = self._handing()
         for call in calls:
-            self._handed.add(id(call))
-            self._on_call(call)  # type: ignore[misc]
+            handed.add(id(call))
+            _refuse_awaitable(self._on_call(call))  # type: ignore[misc]
+
+    def _left(self) -> list[ToolCall]:
+        """Finish the stream; return, once, the calls on_call is still due (those the protocol never closed)."""
+        if self._result is None:
+            self._result = self._acc.finalize()
+        if self._on_call is None or self._settled:
+            return []
+        self._settled = True
+        # Calls the protocol never closed (the stream ended, or the client left) are handed over
+        # now, so every call reaches on_call once.
+        handed = self._handed or ()
+        left = [call for call in self._result.tool_calls if id(call) not in handed]
+        self._handed = None
+        return left
 
     def _finish(self) -> None:
-        if self._result is not None:
-            return
-        self._result = self._acc.finalize()
-        if self._on_call is not None:
-            # Calls the protocol never closed (the stream ended, or the client left) are handed
-            # over now, so every call reaches on_call once.
-            handed = self._handed or ()
-            for call in self._result.tool_calls:
-                if id(call) not in handed:
-                    self._on_call(call)
-        self._handed = None
+        self._hand(self._left())
 
     @property
     def result(self) -> Result:
@@ -53,6 +63,20 @@ class _Tap:
         self._finish()
         assert self._result is not None
         return self._result
+
+
+def _is_async(fn: Any) -> bool:
+    """Tell whether calling fn returns a coroutine: an async def function, or an object whose __call__ is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def _refuse_awaitable(value: Any) -> None:
+    """Raise TypeError when a sync tee's on_call turned out to be async (its coroutine is closed, never run)."""
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()  # no "never awaited" warning: the error says it instead
+        raise TypeError("tee()'s on_call returned an awaitable: use atee() for an async on_call")
 
 
 class Tee(_Tap):
@@ -86,13 +110,35 @@ class ATee(_Tap):
             async for chunk in self._chunks:
                 calls = feed(chunk)
                 if calls and hand:
-                    self._hand(calls)
+                    await self._ahand(calls)
                 yield chunk
         finally:
             close = getattr(self._chunks, "aclose", None)
             if close is not None:
                 await close()  # a consumer that stopped early stops the source too
-            self._finish()
+            await self._ahand(self._left())
+
+    async def _ahand(self, calls: list[ToolCall]) -> None:
+        """Give on_call the calls, awaiting it when it is async."""
+        handed = self._handing()
+        for call in calls:
+            handed.add(id(call))
+            value = self._on_call(call)  # type: ignore[misc]
+            if inspect.isawaitable(value):
+                await value
+
+    def _finish(self) -> None:
+        # .result read before the iteration ended: the calls still due are handed (and awaited)
+        # when it ends, in the iteration, the only place an async on_call can run.
+        if self._result is None:
+            self._result = self._acc.finalize()
+
+    @property
+    def result(self) -> Result:
+        """Return the Result of what has passed so far (calls still due reach on_call when the iteration ends)."""
+        self._finish()
+        assert self._result is not None
+        return self._result
 
 
 def tee(chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = None, *,
@@ -102,12 +148,19 @@ def tee(chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = 
     ``on_call(call)`` runs for each call as soon as the protocol says it is complete (a block
     stop, a done event, a finish reason, the terminator), with parsed arguments, once per call.
     Calls the protocol never closed (the stream ended early, or the consumer stopped) are handed
-    over when the stream ends, with an error when their arguments were cut short.
+    over when the stream ends, with an error when their arguments were cut short. An async
+    ``on_call`` is refused here with a TypeError: atee() awaits it.
     """
+    if on_call is not None and _is_async(on_call):
+        raise TypeError("tee()'s on_call is a coroutine function, which tee() cannot await: use atee()")
     return Tee(chunks, format, on_call, limits=limits)
 
 
 def atee(chunks: AsyncIterable[bytes], format: str = "auto", on_call: OnCall | None = None, *,
          limits: Limits | None = None) -> ATee:
-    """Do what tee() does, for an async iterable of chunks."""
+    """Do what tee() does, for an async iterable of chunks; ``on_call`` may be async (it is awaited).
+
+    With atee, on_call runs inside the iteration: calls still due when ``.result`` is read
+    before the iteration ended reach it when the iteration ends.
+    """
     return ATee(chunks, format, on_call, limits=limits)

@@ -23,13 +23,17 @@ def _show(value: Any) -> str:
 
 
 class ToolDef(NamedTuple):
-    """One function tool: its name, its parameters as JSON Schema (None when it has none), where it came from."""
+    """One tool: its name, its parameters as JSON Schema (None when it has none), where it came from.
+
+    shape "custom" is an OpenAI custom (free-form) tool: its calls carry text input, never JSON.
+    """
 
     name: str
     schema: dict | None
     strict: bool
     where: str          # e.g. "tools[2]" or "tools[0].functionDeclarations[1]", for error messages
-    shape: str          # "openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "mapping", "builtin"
+    shape: str          # "openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "mapping", "builtin",
+    #                     "custom"
 
 
 # Gemini's `parameters` is OpenAPI 3.0's Schema object: uppercase type names, `nullable`.
@@ -105,10 +109,19 @@ def _schema(value: Any, where: str) -> dict | None:
     return value
 
 
-def _name(value: Any, where: str) -> str:
+def _name(value: Any, where: str, what: str = "a function tool") -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{where}: a function tool needs a non-empty string name, got {_show(value)}")
+        raise ValueError(f"{where}: {what} needs a non-empty string name, got {_show(value)}")
     return value
+
+
+def _custom(tool: dict, where: str) -> ToolDef:
+    """Read an OpenAI custom tool: chat's {"type": "custom", "custom": {name, …}}, or Responses' {"type", "name", …}."""
+    spec = _plain(tool["custom"]) if "custom" in tool else tool
+    at = f"{where}.custom" if "custom" in tool else where
+    if not isinstance(spec, dict):
+        raise ValueError(f"{at}: must be an object, got {type(spec).__name__}")
+    return ToolDef(_name(spec.get("name"), at, "a custom tool"), None, False, at, "custom")
 
 
 def _gemini(tool: dict, where: str) -> Iterable[ToolDef]:
@@ -158,7 +171,9 @@ def _one(tool: Any, where: str) -> Iterable[ToolDef]:
         if isinstance(schema, dict) and "json" in schema:
             schema = schema["json"]
         yield ToolDef(_name(spec.get("name"), at), _schema(schema, at), spec.get("strict") is True, at, "bedrock")
-    elif isinstance(kind, str) and kind != "custom" and isinstance(tool.get("name"), str) and tool.get("name"):
+    elif kind == "custom":
+        yield _custom(tool, where)
+    elif isinstance(kind, str) and isinstance(tool.get("name"), str) and tool.get("name"):
         # A provider's built-in tool the client runs under a name (Anthropic's bash_20250124,
         # text_editor_…, computer_…): its calls arrive as ordinary calls, with the provider's own schema.
         yield ToolDef(tool["name"], None, False, where, "builtin")

@@ -7,7 +7,7 @@ import reprlib
 from typing import Any, Iterable
 
 from ._defaults import DefaultsPlan, TooDeep, fill_defaults, plan_defaults
-from ._problems import Problem, bad_arguments, not_checked, schema_problems, unknown_tool
+from ._problems import Problem, _quote as _quote_name, bad_arguments, not_checked, schema_problems, unknown_tool
 from ._results import Result, ToolCall
 from ._retry import retry_message
 from ._tool_shapes import ToolDef, read_tools
@@ -58,15 +58,46 @@ def _repr(value: Any) -> str:
 class _Tool:
     """One offered tool, ready to check calls: its compiled validator and where its defaults are."""
 
-    __slots__ = ("name", "schema", "strict", "validator", "defaults")
+    __slots__ = ("name", "schema", "strict", "validator", "defaults", "custom")
 
     def __init__(self, name: str, schema: dict | None, strict: bool, validator: Any,
-                 defaults: DefaultsPlan | None) -> None:
+                 defaults: DefaultsPlan | None, custom: bool = False) -> None:
         self.name = name
         self.schema = schema
         self.strict = strict
         self.validator = validator
         self.defaults = defaults
+        self.custom = custom  # an OpenAI custom tool: its calls carry free-form text, not JSON arguments
+
+
+def _quote(name: str | None) -> str:
+    return _quote_name(name) if name is not None else "(no name)"  # a lone surrogate too
+
+
+def _check_custom(call: ToolCall, tool: _Tool) -> Verdict:
+    """Return the verdict on a call where a custom (free-form) tool or call is involved.
+
+    A custom tool takes a custom call whose input is text; a custom call to a function tool, or a
+    function call to a custom tool, is a problem.
+    """
+    if not tool.custom:
+        problem = Problem("$", "wrong kind", f"{_quote(tool.name)} is a function tool: it takes its arguments as "
+                                             f"one JSON object, not free-form text input")
+        advice = "as a function call with JSON arguments"
+    elif call.kind != "custom":
+        problem = Problem("$", "wrong kind", f"{_quote(tool.name)} is a custom tool: it takes free-form text input, "
+                                             f"not function arguments")
+        advice = "as a custom tool call with text input"
+    elif type(call.arguments) is str:
+        return Verdict(call, True, call.arguments, (), None)
+    elif call.error is not None:  # cut by a limit
+        problem = Problem("$", call.error.kind, f"the input is incomplete (cut off after {call.error.offset} bytes)")
+        advice = "with the complete input"
+    else:
+        problem = Problem("$", "missing", "the call has no input text")
+        advice = "with its input"
+    message = f"Error: the call to {_quote(call.name)} was not run: {problem.message}. Call it again {advice}."
+    return Verdict(call, False, call.arguments, (problem,), message)
 
 
 def _accepts_any_object(schema: dict | None) -> bool:
@@ -119,7 +150,8 @@ class Toolset:
     """The tools a request offered, ready to check the calls a model makes.
 
     tools is the request's ``tools`` in any provider's shape (OpenAI chat or Responses,
-    Anthropic, Gemini, Bedrock ``toolConfig``), or a plain ``{name: schema}`` mapping. Non-function
+    Anthropic, Gemini, Bedrock ``toolConfig``), or a plain ``{name: schema}`` mapping. OpenAI custom
+    (free-form) tools are allowed by name, their calls' input checked to be text. Server-side
     tools (web search, code execution, …) are ignored; a name given twice raises ValueError.
     Validators are compiled here, once, and reused by every check.
     """
@@ -142,12 +174,13 @@ class Toolset:
             validator = None
             if not _accepts_any_object(tool.schema):
                 validator = _compile(_jsonschema_rs(tool), tool)
-            self._tools[tool.name] = _Tool(tool.name, tool.schema, tool.strict, validator, _plan(tool))
+            self._tools[tool.name] = _Tool(tool.name, tool.schema, tool.strict, validator, _plan(tool),
+                                           tool.shape == "custom")
         self._names = tuple(self._tools)
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Return the names of the function tools, in the order they were given."""
+        """Return the names of the tools (function and custom), in the order they were given."""
         return self._names
 
     def schema(self, name: str) -> dict | None:
@@ -174,7 +207,7 @@ class Toolset:
         except TypeError:  # a name that is not even hashable: no tool has it
             tool = None
         arguments = call.arguments
-        if tool is not None and isinstance(arguments, dict):
+        if tool is not None and isinstance(arguments, dict) and not tool.custom:
             validator = tool.validator
             # The fast path: a valid call costs a lookup, one is_valid() and, only for tools that
             # have defaults, the copy-on-write fill.
@@ -187,6 +220,8 @@ class Toolset:
                 return self._verdict(call, tool, [Problem("$", "not checked", str(exc))])
             except Exception as exc:  # noqa: BLE001 - a verdict, whatever the arguments hold
                 return self._verdict(call, tool, [not_checked(call.arguments, _reason(exc))])
+        if tool is not None and (tool.custom or call.kind == "custom"):
+            return _check_custom(call, tool)
         return self._explain(call, tool)
 
     def check_all(self, calls: Result | Iterable[ToolCall]) -> list[Verdict]:
