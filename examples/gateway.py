@@ -14,9 +14,19 @@ the protocol completes it; the default handler logs one JSON line per call::
 
     tool call {"stream":"4f1c…","id":"call_JMW1…","name":"get_weather","arguments":{"city":"Paris"}}
 
-The stream id is the request's ``X-Request-ID`` header when it has one, else a fresh uuid4.
-Environment: ``CALLSTITCH_GATEWAY_UPSTREAM`` (the upstream base URL) and, read by callstitch
-itself, ``CALLSTITCH_NO_EXTENSIONS=1`` (use the pure-Python twin).
+The stream id is the request's ``X-Request-ID`` header when it has one, else a fresh uuid4. A
+stream with errors (a body that is not a stream, malformed events, a limit reached) gets one
+``stream errors {...}`` warning line when it ends; an upstream that fails mid-stream, one warning,
+and the client's connection is dropped, so that it too sees the stream cut short.
+
+Request bodies are streamed to the upstream as they arrive, never held whole, and capped: one
+larger than ``CALLSTITCH_GATEWAY_MAX_BODY_BYTES`` (default 64 MiB, MAX_BODY_BYTES; negative: no
+cap) gets a 413 with a JSON error, before a byte of it is read when its Content-Length says so,
+else as soon as the bytes counted pass the cap (the upstream then sees the request broken off).
+
+Environment: ``CALLSTITCH_GATEWAY_UPSTREAM`` (the upstream base URL),
+``CALLSTITCH_GATEWAY_MAX_BODY_BYTES`` and, read by callstitch itself,
+``CALLSTITCH_NO_EXTENSIONS=1`` (use the pure-Python twin).
 """
 
 from __future__ import annotations
@@ -28,16 +38,16 @@ import uuid
 from typing import Any, AsyncIterable, AsyncIterator, Callable
 
 import httpx
-import orjson
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 import callstitch
+from callstitch._records import record_json, to_json  # the CLI's and Spark's writer: no call is too odd to log
 
-__all__ = ["create_app", "app", "log_call", "HOP_BY_HOP"]
+__all__ = ["create_app", "app", "log_call", "log_stream_errors", "HOP_BY_HOP", "MAX_BODY_BYTES"]
 
 log = logging.getLogger("callstitch.gateway")
 
@@ -53,6 +63,11 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 # compressing an event stream would hold events back anyway.
 REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 RESPONSE_DROP = HOP_BY_HOP | {"date", "server"}
+# The largest request body forwarded (CALLSTITCH_GATEWAY_MAX_BODY_BYTES overrides it): room for the
+# providers' own request limits (Anthropic's 32 MB; images and documents sent inline), not for a
+# client that would fill the gateway's memory or its upstream's.
+MAX_BODY_BYTES = 64 << 20
+_LOGGED_ERRORS = 20  # stream errors logged one by one (the rest are counted)
 
 
 def _forwardable(raw: list[tuple[bytes, bytes]], drop: frozenset[str]) -> list[tuple[bytes, bytes]]:
@@ -65,27 +80,50 @@ def _forwardable(raw: list[tuple[bytes, bytes]], drop: frozenset[str]) -> list[t
 
 
 def log_call(stream_id: str, call: callstitch.ToolCall) -> None:
-    """Log one line of JSON for a finished tool call: stream, id, name, arguments (and error, if any)."""
+    """Log one line of JSON for a finished tool call: stream, id, name, arguments (and error, if any).
+
+    Arguments no JSON writer takes (nested deeper than 500 levels) are logged as the text received,
+    with the reason; a lone surrogate in an id or a name as its JSON escape.
+    """
     line: dict[str, Any] = {"stream": stream_id, "id": call.id, "name": call.name, "arguments": call.arguments}
     if call.error is not None:  # truncated or malformed: keep the text as received
         line["error"] = call.error.kind
         line["raw_arguments"] = call.raw_arguments
-    log.info("tool call %s", orjson.dumps(line).decode())
+    text, _ = record_json(line, call)
+    log.info("tool call %s", text.decode())
+
+
+def log_stream_errors(stream_id: str, result: Any) -> None:
+    """Log one line of JSON for a stream that had errors (not a stream at all, malformed chunks, a limit, …)."""
+    errors = getattr(result, "errors", None)
+    if not errors:
+        return
+    line = {"stream": stream_id, "errors": [str(e) for e in errors[:_LOGGED_ERRORS]]}
+    if len(errors) > _LOGGED_ERRORS:
+        line["more_errors"] = len(errors) - _LOGGED_ERRORS
+    log.warning("stream errors %s", to_json(line).decode())
 
 
 class _Relay(StreamingResponse):
     """A StreamingResponse that closes its body and the upstream response however the stream ends."""
 
-    def __init__(self, upstream: httpx.Response, body: AsyncIterable[bytes]) -> None:
+    def __init__(self, upstream: httpx.Response, body: AsyncIterable[bytes], stream_id: str) -> None:
         # Keep the async generator itself, so that it can be closed (Starlette only iterates it).
+        self._tap = body
         self._body = aiter(body)
         super().__init__(self._body, status_code=upstream.status_code)
         self.raw_headers = _forwardable(upstream.headers.raw, RESPONSE_DROP)
         self._upstream = upstream
+        self._stream_id = stream_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
+        except httpx.HTTPError as exc:
+            # The upstream hung up (or stalled past the read timeout) mid-stream. Returning without
+            # ending the response makes the server drop the client's connection, so the client sees
+            # the stream cut short too, as it was; the calls in flight are handed over below.
+            log.warning("upstream failed mid-stream for stream %s: %r", self._stream_id, exc)
         finally:
             # The client may have left mid-stream: Starlette then cancels the send loop and drops the
             # generator. Close it here rather than whenever the garbage collector gets to it: that
@@ -96,19 +134,70 @@ class _Relay(StreamingResponse):
                     await aclose()
             finally:
                 await self._upstream.aclose()
+            log_stream_errors(self._stream_id, getattr(self._tap, "result", None))
+
+
+class _BodyTooLarge(Exception):
+    """The client's request body went past the gateway's cap while it was being forwarded."""
+
+
+def _declared_length(request: Request) -> int | None:
+    """Return the request's Content-Length (the HTTP server has checked it is one number), or None."""
+    value = request.headers.get("content-length")
+    return int(value) if value is not None else None
+
+
+async def _capped(chunks: AsyncIterable[bytes], limit: int | None) -> AsyncIterator[bytes]:
+    """Yield the request body as it arrives; raise _BodyTooLarge as soon as it goes past limit bytes."""
+    seen = 0
+    async for chunk in chunks:
+        seen += len(chunk)
+        if limit is not None and seen > limit:
+            raise _BodyTooLarge(seen)
+        if chunk:
+            yield chunk
+
+
+def _too_large(stream_id: str, limit: int, size: int | None) -> JSONResponse:
+    told = f"{size} bytes" if size is not None else "a chunked body"
+    log.warning("request body over the limit for stream %s: %s, the limit is %d bytes", stream_id, told, limit)
+    message = (f"the request body ({told}) is larger than this gateway accepts: at most {limit} bytes "
+               "(CALLSTITCH_GATEWAY_MAX_BODY_BYTES)")
+    # The rest of the body is not read: the connection cannot carry another request.
+    return JSONResponse({"error": {"message": message, "type": "request_too_large", "limit_bytes": limit}},
+                        status_code=413, headers={"connection": "close"})
+
+
+def _max_body_bytes(value: int | None) -> int | None:
+    if value is not None:
+        return None if value < 0 else value
+    env = os.environ.get("CALLSTITCH_GATEWAY_MAX_BODY_BYTES")
+    if env is None or not env.strip():
+        return MAX_BODY_BYTES
+    try:
+        limit = int(env)
+    except ValueError:
+        raise ValueError(f"CALLSTITCH_GATEWAY_MAX_BODY_BYTES must be a number of bytes, not {env!r}") from None
+    return None if limit < 0 else limit
 
 
 def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *,
                tee: TeeFactory | None = callstitch.atee, timeout: httpx.Timeout | None = None,
-               max_connections: int = 1000) -> Starlette:
+               max_connections: int = 1000, max_body_bytes: int | None = None) -> Starlette:
     """Return the gateway as an ASGI app forwarding POST requests to `upstream_url` (a base URL).
 
     on_call(stream_id, call) runs once per tool call, as soon as the protocol completes it;
     by default log_call. ``tee`` is what wraps the upstream chunks (callstitch.atee; None passes
     them through plainly, which is how the benchmark measures what accumulation costs).
+    ``max_body_bytes`` caps a request body (default: CALLSTITCH_GATEWAY_MAX_BODY_BYTES, else
+    MAX_BODY_BYTES; a negative number: no cap). Bodies are streamed to the upstream as they
+    arrive, never held whole; one over the cap gets a 413, up front when its Content-Length says
+    so, else as soon as the bytes counted go past it (the upstream then sees the request broken
+    off, never complete).
     """
     upstream_url = (upstream_url or os.environ.get("CALLSTITCH_GATEWAY_UPSTREAM") or "https://api.openai.com").rstrip("/")
     handler = on_call if on_call is not None else log_call
+    max_body = _max_body_bytes(max_body_bytes)
     timeout = timeout or httpx.Timeout(30.0, read=600.0)  # models may think for minutes between events
     clients: list[httpx.AsyncClient] = []
 
@@ -126,13 +215,24 @@ def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *
 
     async def forward(request: Request) -> Response:
         stream_id = request.headers.get("x-request-id") or uuid.uuid4().hex
+        declared = _declared_length(request)
+        if max_body is not None and declared is not None and declared > max_body:
+            return _too_large(stream_id, max_body, declared)  # before a byte of it is read
         headers = _forwardable(request.headers.raw, REQUEST_DROP) + [(b"accept-encoding", b"identity")]
+        if declared is not None:  # streamed with its length, as the client framed it (else chunked)
+            headers.append((b"content-length", str(declared).encode()))
         path = request.scope.get("raw_path") or request.url.path.encode()  # as sent, %-escapes and all
         query = request.scope.get("query_string", b"")
         url = upstream_url + path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
-        outgoing = clients[0].build_request("POST", url, headers=headers, content=await request.body())
+        body = _capped(request.stream(), max_body)
+        outgoing = clients[0].build_request("POST", url, headers=headers, content=body)
         try:
             upstream = await clients[0].send(outgoing, stream=True)
+        except _BodyTooLarge:
+            return _too_large(stream_id, max_body, None)  # type: ignore[arg-type]
+        except ClientDisconnect:
+            log.warning("client left while sending the request body for stream %s", stream_id)
+            return Response(status_code=400)  # nobody is there to read it
         except httpx.HTTPError as exc:
             log.warning("upstream unreachable for stream %s: %r", stream_id, exc)
             return JSONResponse({"error": {"message": f"upstream unreachable: {exc!r}", "type": "bad_gateway"}},
@@ -144,10 +244,10 @@ def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *
             except Exception:  # a failing handler must never break the client's stream
                 log.exception("on_call failed for stream %s", stream_id)
 
-        body = upstream.aiter_raw()  # the bytes as received: no decoding, no re-chunking
+        relayed: AsyncIterable[bytes] = upstream.aiter_raw()  # the bytes as received: no decoding, no re-chunking
         if tee is not None:
-            body = tee(body, "auto", hand_over)  # the one line a gateway adds
-        return _Relay(upstream, body)
+            relayed = tee(relayed, "auto", hand_over)  # the one line a gateway adds
+        return _Relay(upstream, relayed, stream_id)
 
     return Starlette(routes=[Route("/{path:path}", forward, methods=["POST"])], lifespan=lifespan)
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import glob
-import importlib.util
 import json
+import logging
 import os
 import random
 import socket
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 import zlib
@@ -31,20 +30,10 @@ uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
 from callstitch._tee import ATee  # noqa: E402
+from _servers import (HOST, ROOT, ServerThread, fetch, free_port, gateway, new_client, rss_kib, run,  # noqa: E402
+                      wait_until)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURES_DIR = os.path.join(ROOT, "tests", "fixtures", "captures")
-HOST = "127.0.0.1"
-
-
-def _load_gateway():
-    spec = importlib.util.spec_from_file_location("callstitch_example_gateway", os.path.join(ROOT, "examples", "gateway.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gateway = _load_gateway()
 
 
 # -- the captures ---------------------------------------------------------------------------------
@@ -84,61 +73,6 @@ def check_calls(got, expected):
 
 
 # -- servers --------------------------------------------------------------------------------------
-
-class ServerThread:
-    """A uvicorn server on 127.0.0.1, a free port, its own event loop in a daemon thread."""
-
-    def __init__(self, app):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((HOST, 0))
-        self.port = self.sock.getsockname()[1]
-        self.url = f"http://{HOST}:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="auto", loop="asyncio", http="h11",
-                                ws="none", timeout_graceful_shutdown=2, backlog=1024)
-        self.server = uvicorn.Server(config)
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_until_complete(self.server.serve(sockets=[self.sock]))
-        finally:
-            self.loop.close()
-
-    def start(self):
-        self.thread.start()
-        wait_until(lambda: self.server.started, 10, "server start")
-        self.idle_tasks = self.task_count()  # no request yet: the server's own tasks only
-        return self
-
-    def wait_idle(self, timeout=5):
-        """Wait until every request task has ended: the task count is back to that of the idle server."""
-        wait_until(lambda: self.task_count() == self.idle_tasks, timeout, "the server's tasks to return to baseline")
-
-    def stop(self):
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.sock.close()
-
-    def run(self, coro_fn, timeout=10):
-        """Run coro_fn() on the server's loop; return its result."""
-        return asyncio.run_coroutine_threadsafe(coro_fn(), self.loop).result(timeout)
-
-    def task_count(self):
-        async def count():
-            return len(asyncio.all_tasks()) - 1  # not this one
-        return self.run(count)
-
-
-def wait_until(condition, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
-
 
 class FakeUpstream:
     """An ASGI app replaying a capture: the request body names it, a seed picks the cuts and delays.
@@ -229,24 +163,6 @@ def gate(upstream, impl):
     server.recorder = recorder
     yield server
     server.stop()
-
-
-def new_client():
-    """An httpx client for 127.0.0.1: no proxies from the environment, no keep-alive, no TLS (plain http,
-    so there are no certificates to load: that alone takes ~50 ms a client)."""
-    limits = httpx.Limits(max_connections=400, max_keepalive_connections=0)
-    return httpx.AsyncClient(trust_env=False, verify=False, timeout=httpx.Timeout(20.0), limits=limits)
-
-
-async def fetch(client, url, rid, spec, headers=()):
-    async with client.stream("POST", url + "/v1/chat/completions", content=json.dumps(spec).encode(),
-                             headers=[("x-request-id", rid), ("content-type", "application/json"), *headers]) as r:
-        chunks = [c async for c in r.aiter_raw()]
-        return r, b"".join(chunks)
-
-
-def run(coro, timeout=30):
-    return asyncio.run(asyncio.wait_for(coro, timeout))
 
 
 # -- bytes and calls ------------------------------------------------------------------------------
@@ -436,6 +352,10 @@ def live_objects():
 def test_hundreds_of_disconnects_leave_no_tasks_or_memory(upstream, impl):
     """200 clients leave mid-stream: tasks, tees and traced memory come back to where they were."""
     upstream.fake.record = False
+    # Each stream cut mid-event ends with a "stream errors" warning, which pytest's log capture
+    # would keep: that memory is the test's, not the gateway's.
+    level = gateway.log.level
+    gateway.log.setLevel(logging.ERROR)
     counted = []
     server = ServerThread(gateway.create_app(
         upstream.url, on_call=lambda sid, call: counted.append(None),
@@ -472,6 +392,7 @@ def test_hundreds_of_disconnects_leave_no_tasks_or_memory(upstream, impl):
     finally:
         server.stop()
         upstream.fake.record = True
+        gateway.log.setLevel(level)
     assert after == before
     # Each stream held a few KB (the accumulator, its buffers, the response objects); a leak of any
     # of them would grow this by 200 times that. What remains (~80 KB) is cache noise: re, weakref
@@ -480,20 +401,6 @@ def test_hundreds_of_disconnects_leave_no_tasks_or_memory(upstream, impl):
 
 
 # -- the runnable module, in a subprocess ---------------------------------------------------------
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
 
 @pytest.mark.parametrize("twin", ["c", "python"])
 def test_uvicorn_examples_gateway_app_in_a_subprocess(upstream, tmp_path, twin):

@@ -140,6 +140,8 @@ def _records(rows, key: str, source: str | None = None) -> list[dict]:
             record["raw_arguments"] = row["raw_arguments"]
         else:
             assert row["raw_arguments"] is None
+        if row["reason"] is not None:  # arguments too deep to write as JSON
+            record["reason"] = row["reason"]
         out.append(record)
     return out
 
@@ -303,7 +305,7 @@ def test_schema_and_keep(spark):
     df = spark.createDataFrame([(1, "a", 2.5, b"data: [DONE]\n\n")], "k long, tag string, score double, body binary")
     out = cs_spark.reassemble(df)
     assert out.columns == ["k", "tag", "score", "choice", "index", "id", "name", "arguments", "error", "quirks",
-                           "raw_arguments", "format", "stream_errors"]
+                           "raw_arguments", "reason", "format", "stream_errors"]
     assert out.schema["quirks"].dataType == T.ArrayType(T.StringType())
     assert cs_spark.reassemble(df, keep=["tag", "body"]).columns[:2] == ["tag", "body"]
     assert cs_spark.reassemble(df, keep=()).columns[0] == "choice"
@@ -358,3 +360,99 @@ def test_lone_surrogates_do_not_fail_the_task(spark):
     df = spark.createDataFrame([(1, body)], "k int, body binary")
     (row,) = cs_spark.reassemble(df).collect()
     assert (row.id, row.name, row.arguments) == ("c\ufffd", "f\ufffdx", '{"a":1}')
+
+
+def _chat(arguments: str, call_id: str) -> str:
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": call_id, "type": "function", "function": {"name": "f", "arguments": arguments}}]}}]}
+    return "data: " + orjson.dumps(chunk).decode() + "\n\ndata: [DONE]\n\n"
+
+
+def test_a_1000_deep_call_is_written_raw_with_its_reason(spark, tmp_path):
+    # orjson reads arguments nested up to 1,023 deep but writes only 254 levels; the fallback
+    # raised RecursionError past ~1,000, which failed the task, and with it the job.
+    deep = '{"a":' + "[" * 999 + "]" * 999 + "}"
+    mid = '{"a":' + "[" * 299 + "]" * 299 + "}"  # too deep for orjson to write, not for the fallback
+    bodies = [_chat('{"x": 1}', "before"), _chat(deep, "deep"), _chat(mid, "mid"), _chat('{"y": 2}', "after")]
+    path = _log(tmp_path, bodies)
+    expected, problems = _expected([path], field="body")
+    df = spark.createDataFrame(list(enumerate(bodies)), "line long, body string")
+    rows = _collect(cs_spark.reassemble(df), "line")
+    assert [r["id"] for r in rows] == ["before", "deep", "mid", "after"]
+    assert rows[1]["arguments"] is None and rows[1]["error"] is None and rows[1]["raw_arguments"] == deep
+    assert rows[1]["reason"] == "arguments nested deeper than 500 levels: kept as raw_arguments only"
+    assert orjson.loads(rows[2]["arguments"]) == orjson.loads(mid) and rows[2]["reason"] is None
+    assert _records(rows, "line", path) == expected  # the CLI writes the same
+    assert [p[4] for p in problems] == ["arguments not written"]
+
+
+def _hostile_bodies() -> list[bytes | None]:
+    """Bodies no one should send, seeded: random bytes, HTML, deep JSON, huge lines, NULs, nulls, cut streams."""
+    rng = __import__("random").Random(18)
+    good = [b for b, _ in workload.responses(4, seed=8)]
+    deep_call = _chat('{"a":' + "[" * 999 + "]" * 999 + "}", "deep").encode()
+    bodies: list[bytes | None] = [
+        None, b"", b"\x00" * 4096, b"<html><body><h1>502 Bad Gateway</h1></body></html>",
+        b"data: " + b"[" * 300_000 + b"\n\n", b"data: " + b"{" * 2000 + b"\n\n" + good[0],
+        b"data: " + b"x" * (3 << 20),                             # a 3 MiB line that never ends
+        b"data: {" + b"y" * (2 << 20) + b"\n\n" + good[1],         # a 2 MiB bad line, then a stream
+        deep_call, deep_call[: len(deep_call) // 2], good[2][: len(good[2]) // 3],
+        b"event: error\ndata: {\"type\":\"error\"}\n\n", b"\xef\xbb\xbf\r\n\r\n" + good[3],
+        b'{"done": true}\n' * 50, b"data: [DONE]\n\n" * 3,
+    ]
+    for _ in range(25):
+        body = rng.choice(good)
+        cut = rng.randrange(len(body))
+        bodies.append(rng.choice([rng.randbytes(rng.randrange(1, 3000)), body[:cut] + rng.randbytes(50) + body[cut:],
+                                  body[:cut], body.replace(b"\n", b"\r\n"), body[cut:]]))
+    return bodies
+
+
+def _rows_for(result) -> int:
+    return len(result.tool_calls) or (1 if result.errors else 0)
+
+
+def test_hostile_bodies_give_one_row_per_call_or_error(spark):
+    bodies = _hostile_bodies()
+    df = spark.createDataFrame(list(enumerate(bodies)), "k long, body binary")
+    rows = _collect(cs_spark.reassemble(df, limits=callstitch.Limits(event_bytes=1 << 20)), "k")
+    by_key: dict = {}
+    for r in rows:
+        by_key.setdefault(r["k"], []).append(r)
+    for k, body in enumerate(bodies):
+        got = by_key.get(k, [])
+        if body is None:
+            assert [r["stream_errors"] for r in got] == [["no body: the body column is null"]]
+            continue
+        want = callstitch.reassemble(body, format="auto", limits=callstitch.Limits(event_bytes=1 << 20))
+        assert len(got) == _rows_for(want), k
+        assert [r["stream_errors"] for r in got] == [[str(e) for e in want.errors]] * len(got), k
+        for row, call in zip(got, want.tool_calls):
+            assert (row["id"], row["name"], row["error"]) == (call.id, call.name, call.error and str(call.error)), k
+            if row["arguments"] is not None:
+                assert orjson.loads(row["arguments"]) == call.arguments
+            else:
+                assert row["raw_arguments"] == call.raw_arguments
+    assert sum(map(len, by_key.values())) == len(rows) > len(bodies) // 2
+
+
+def test_hostile_chunk_lists_give_one_row_per_call_or_error(spark):
+    good = _chunk_lists()[:3]
+    lists = [None, [], [None], ["null"], ["{"], ["[" * 5000], ["{" + '"a":' * 3000 + "1"], ["x" * (1 << 20)],
+             good[0] + ["\x00garbage"], [c for c in good[1]] + [None], ["{}"] * 200, good[2]]
+    df = spark.createDataFrame(list(enumerate(lists)), "k long, chunks array<string>")
+    rows = _collect(cs_spark.reassemble(df, body_col="chunks"), "k")
+    keys = [r["k"] for r in rows]
+    for k, chunks in enumerate(lists):
+        n = keys.count(k)
+        if chunks is None:
+            assert n == 1
+            continue
+        acc = callstitch.Accumulator(format="auto")
+        try:
+            for c in chunks:
+                acc.feed_chunk(c)
+            want = _rows_for(acc.finalize())
+        except (TypeError, ValueError):  # the job gives such a list one error row
+            want = 1
+        assert n == want, (k, n, want)

@@ -32,6 +32,7 @@ from ._accumulator import Accumulator
 from ._dispatch import check_format
 from ._framing import EVENTSTREAM, SSE, choose
 from ._limits import Limits
+from ._records import call_line, read_records
 from ._sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
                        sniff_compression)
 from ._split import SPLITTABLE, Splitter
@@ -131,8 +132,14 @@ class _Collector:
         dumps = orjson.dumps
         try:
             lines = [dumps(call.to_dict(), option=orjson.OPT_APPEND_NEWLINE) for call in calls]
-        except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits, parsed by the fallback
-            lines = [_json_line(call.to_dict()) for call in calls]
+        except orjson.JSONEncodeError:  # a lone surrogate, arguments nested too deep: the careful writer
+            lines = []
+            for call in calls:
+                line, reason = call_line(call)
+                lines.append(line)
+                if reason is not None:
+                    self.problem(stream, None, "arguments not written",
+                                 f"tool call {call.id!r} ({call.name!r}): {reason}")
         if self.prefix is not None:
             head = self.prefix + str(stream).encode() + b","
             parts.extend([head + line[1:] for line in lines])
@@ -173,12 +180,6 @@ def range_bounds(size: int) -> list[tuple[int, int]]:
 def _shown(source: str) -> str:
     """Return the name a source goes by in records and reports."""
     return "<stdin>" if source == STDIN else source
-
-
-def _json_line(record: dict) -> bytes:
-    import json
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8",
-                                                                                          "surrogatepass") + b"\n"
 
 
 # -- format detection --------------------------------------------------------------------------
@@ -767,10 +768,8 @@ class Batch:
         self.summary = Summary()
 
     def __iter__(self) -> Iterator[dict]:
-        loads = orjson.loads
         for chunk in self.chunks():
-            for line in chunk.splitlines():
-                yield loads(line)
+            yield from read_records(chunk)
 
     # planning
 

@@ -22,7 +22,8 @@ Read captured streamed LLM responses and print one JSON line per tool call:
    "kind": "function" | "custom", "arguments": {...} | "text" | null,
    "error": null | "message", "quirks": [...]}
 
-plus "raw_arguments" (the text as received) when the arguments did not parse.
+plus "raw_arguments" (the text as received) when the arguments did not parse,
+and "reason" with it when they are nested too deep (over 500 levels) to write.
 
 Inputs: files, directories (walked recursively; files named *.sse, *.txt, *.ndjson,
 *.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not),
@@ -112,18 +113,16 @@ class _ParquetSink:
         self.schema = pa.schema([
             ("source", pa.string()), ("stream", pa.int64()), ("choice", pa.int64()), ("index", pa.int64()),
             ("id", pa.string()), ("name", pa.string()), ("arguments", pa.string()), ("error", pa.string()),
-            ("quirks", pa.list_(pa.string())), ("raw_arguments", pa.string()),
+            ("quirks", pa.list_(pa.string())), ("raw_arguments", pa.string()), ("reason", pa.string()),
         ])
         self._writer = pq.ParquetWriter(target, self.schema)
         self._cols: dict[str, list] = {name: [] for name in self.schema.names}
 
     def write(self, chunk: bytes) -> None:
-        import orjson
+        from ._records import read_records, to_json
 
         cols = self._cols
-        dumps = orjson.dumps
-        for line in chunk.splitlines():
-            r = orjson.loads(line)
+        for r in read_records(chunk):
             args = r["arguments"]
             cols["source"].append(r["source"])
             cols["stream"].append(r["stream"])
@@ -131,16 +130,24 @@ class _ParquetSink:
             cols["index"].append(r["index"])
             cols["id"].append(r["id"])
             cols["name"].append(r["name"])
-            cols["arguments"].append(None if args is None else dumps(args).decode())
+            # The line was written by _records, so these arguments can be written again.
+            cols["arguments"].append(None if args is None else to_json(args).decode())
             cols["error"].append(r["error"])
             cols["quirks"].append(r["quirks"])
             cols["raw_arguments"].append(r.get("raw_arguments"))
+            cols["reason"].append(r.get("reason"))
         if len(cols["source"]) >= self._ROWS:
             self._flush()
 
     def _flush(self) -> None:
         if self._cols["source"]:
-            table = self._pa.Table.from_pydict(self._cols, schema=self.schema)
+            try:
+                table = self._pa.Table.from_pydict(self._cols, schema=self.schema)
+            except (self._pa.ArrowInvalid, UnicodeError):  # a lone surrogate: Parquet's strings are UTF-8
+                from ._records import utf8_text
+
+                table = self._pa.Table.from_pydict({k: utf8_text(v) for k, v in self._cols.items()},
+                                                   schema=self.schema)
             self._writer.write_table(table)
             self._cols = {name: [] for name in self.schema.names}
 

@@ -5,9 +5,19 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["DefaultsPlan", "plan_defaults", "fill_defaults"]
+__all__ = ["DefaultsPlan", "plan_defaults", "fill_defaults", "TooDeep", "FILL_DEPTH", "PLAN_DEPTH"]
 
 _IMMUTABLE = (str, int, float, bool, type(None))
+# A recursive schema's plan follows arguments as deep as they go, one Python frame a level: past
+# this depth the fill stops (the call is not run; Toolset says why) rather than the stack.
+FILL_DEPTH = 256
+# How deep the planner follows a schema ($ref chains, allOf, properties, items): deeper, the
+# Toolset refuses the tool with a ValueError. jsonschema-rs itself takes ~128 levels of properties.
+PLAN_DEPTH = 200
+
+
+class TooDeep(ValueError):
+    """A schema, or arguments along a schema's defaults, nested deeper than callstitch follows."""
 # Keywords that make a schema more than a bare reference.
 _STRUCTURAL = {"properties", "items", "prefixItems", "allOf"}
 
@@ -33,6 +43,7 @@ class _Planner:
     def __init__(self, root: dict) -> None:
         self.root = root
         self.by_ref: dict[str, DefaultsPlan | None] = {}
+        self.depth = 0  # schemas being merged, one inside the other
 
     def resolve(self, ref: str) -> Any:
         # Only refs into the same document ("#/$defs/Address"); remote ones have no defaults we can see.
@@ -74,36 +85,45 @@ class _Planner:
     def merge(self, plan: DefaultsPlan, schema: Any) -> None:
         if not isinstance(schema, dict):
             return
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            sub = self.plan_ref(ref)
-            if sub is not None and sub is not plan:
-                _absorb(plan, sub)
-        for branch in schema.get("allOf", ()) if isinstance(schema.get("allOf"), list) else ():
-            self.merge(plan, branch)
-        props = schema.get("properties")
-        if isinstance(props, dict):
-            seen = {key for key, _, _ in plan.defaults}
-            for key, sub in props.items():
-                if not isinstance(sub, dict):
-                    continue
-                if "default" in sub and key not in seen:
-                    value = sub["default"]
-                    plan.defaults.append((key, value, not isinstance(value, _IMMUTABLE)))
-                child = self.plan(sub)
+        if self.depth >= PLAN_DEPTH:
+            raise TooDeep(f"the parameters schema nests deeper than {PLAN_DEPTH} levels ($ref, allOf, properties, "
+                          "items), too deep to plan its defaults")
+        self.depth += 1  # counted here, not in a wrapper: a frame less for every level of the schema
+        try:
+            ref = schema.get("$ref")
+            if isinstance(ref, str):
+                sub = self.plan_ref(ref)
+                if sub is not None and sub is not plan:
+                    _absorb(plan, sub)
+            for branch in schema.get("allOf", ()) if isinstance(schema.get("allOf"), list) else ():
+                self.merge(plan, branch)
+            props = schema.get("properties")
+            if isinstance(props, dict):
+                seen = {key for key, _, _ in plan.defaults}
+                for key, sub in props.items():
+                    if not isinstance(sub, dict):
+                        continue
+                    if "default" in sub and key not in seen:
+                        value = sub["default"]
+                        plan.defaults.append((key, value, not isinstance(value, _IMMUTABLE)))
+                    child = self.plan(sub)
+                    if child is not None:
+                        plan.children.append((key, child))
+            items = schema.get("items")
+            if isinstance(items, dict):
+                child = self.plan(items)
                 if child is not None:
-                    plan.children.append((key, child))
-        items = schema.get("items")
-        if isinstance(items, dict):
-            child = self.plan(items)
-            if child is not None:
-                plan.items = child if plan.items is None else _combine(plan.items, child)
-        prefix = schema.get("prefixItems")
-        if isinstance(prefix, list):
-            plan.prefix.extend((i, child) for i, sub in enumerate(prefix) if (child := self.plan(sub)) is not None)
-        elif isinstance(items, list):
-            # Drafts before 2020-12 spell positional items as an `items` array.
-            plan.prefix.extend((i, child) for i, sub in enumerate(items) if (child := self.plan(sub)) is not None)
+                    plan.items = child if plan.items is None else _combine(plan.items, child)
+            prefix = schema.get("prefixItems")
+            if not isinstance(prefix, list) and isinstance(items, list):
+                prefix = items  # drafts before 2020-12 spell positional items as an `items` array
+            if isinstance(prefix, list):
+                for i, sub in enumerate(prefix):  # a loop, not a generator: one frame less a level
+                    child = self.plan(sub)
+                    if child is not None:
+                        plan.prefix.append((i, child))
+        finally:
+            self.depth -= 1
 
 
 def _absorb(plan: DefaultsPlan, other: DefaultsPlan) -> DefaultsPlan:
@@ -128,11 +148,15 @@ def plan_defaults(schema: dict | None) -> DefaultsPlan | None:
     return _Planner(schema).plan(schema)
 
 
-def fill_defaults(value: Any, plan: DefaultsPlan) -> Any:
+def fill_defaults(value: Any, plan: DefaultsPlan, _depth: int = 0) -> Any:
     """Return value with plan's defaults filled in; value itself when nothing is missing.
 
     Only the dicts and lists on the way to a filled default are copied; value is never changed.
+    Raise TooDeep when a recursive schema's defaults lead deeper than FILL_DEPTH levels.
     """
+    if _depth >= FILL_DEPTH and (type(value) is dict or type(value) is list):
+        raise TooDeep(f"the arguments are nested deeper than {FILL_DEPTH} levels where the schema has defaults, "
+                      "too deep to fill them")
     if type(value) is dict:
         out = None
         for key, default, mutable in plan.defaults:
@@ -144,7 +168,7 @@ def fill_defaults(value: Any, plan: DefaultsPlan) -> Any:
             current = value.get(key) if out is None else out.get(key)
             if current is None:
                 continue
-            filled = fill_defaults(current, child)
+            filled = fill_defaults(current, child, _depth + 1)
             if filled is not current:
                 if out is None:
                     out = dict(value)
@@ -154,7 +178,7 @@ def fill_defaults(value: Any, plan: DefaultsPlan) -> Any:
         out_list = None
         if plan.items is not None:
             for i, item in enumerate(value):
-                filled = fill_defaults(item, plan.items)
+                filled = fill_defaults(item, plan.items, _depth + 1)
                 if filled is not item:
                     if out_list is None:
                         out_list = list(value)
@@ -162,7 +186,7 @@ def fill_defaults(value: Any, plan: DefaultsPlan) -> Any:
         for i, child in plan.prefix:
             if i < len(value):
                 item = value[i] if out_list is None else out_list[i]
-                filled = fill_defaults(item, child)
+                filled = fill_defaults(item, child, _depth + 1)
                 if filled is not item:
                     if out_list is None:
                         out_list = list(value)

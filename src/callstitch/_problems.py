@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from typing import Any, Iterable, Sequence
 
 import orjson
 
-__all__ = ["Problem", "json_path", "unknown_tool", "bad_arguments", "schema_problems"]
+from ._records import Unwritable, nesting, to_json
+
+__all__ = ["Problem", "json_path", "unknown_tool", "bad_arguments", "schema_problems", "not_checked"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _VALUE_CHARS = 40
@@ -59,15 +62,21 @@ def json_path(parts: Iterable[Any]) -> str:
 
 
 def _quote(name: str) -> str:
-    return orjson.dumps(name).decode()
+    try:
+        return orjson.dumps(name).decode()
+    except TypeError:  # a lone surrogate, which only the standard library writes (as its escape)
+        return json.dumps(name)
 
 
 def show(value: Any) -> str:
-    """Return value as short JSON text for a message."""
+    """Return value as short JSON text for a message (its JSON type when it is too deep to write)."""
     try:
         text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
+    except TypeError:  # an integer beyond 64 bits, a lone surrogate, nested deeper than orjson goes
+        try:
+            text = to_json(value).decode()
+        except Unwritable:
+            return f"{json_type(value)} nested too deep to show"
     return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS - 1] + "…"
 
 
@@ -153,6 +162,24 @@ def _guess_type(raw: str) -> str:
     first = raw.lstrip()[:1]
     return {"[": "an array", '"': "a string", "t": "a boolean", "f": "a boolean", "n": "null"}.get(
         first, "a number" if first[:1] in "-0123456789" and first else "another kind of value")
+
+
+def not_checked(arguments: Any, reason: str) -> Problem:
+    """Return the problem of arguments that could not be checked (the validator or the defaults gave up)."""
+    depth = nesting(arguments, _DEEP_SHOWN)
+    if depth > _DEEP_SHOWN:
+        return Problem("$", "not checked", f"the arguments are nested more than {_DEEP_SHOWN} levels deep and "
+                                           f"could not be checked ({reason})")
+    if depth > _DEEP:
+        return Problem("$", "not checked", f"the arguments are nested {depth} levels deep and could not be "
+                                           f"checked ({reason})")
+    return Problem("$", "not checked", f"the arguments could not be checked ({reason})")
+
+
+# Past this nesting, "too deep" is the likely reason a check failed, and worth saying; how deep is
+# counted up to _DEEP_SHOWN (the count walks the arguments).
+_DEEP = 64
+_DEEP_SHOWN = 100_000
 
 
 # ---------------------------------------------------------------- schema errors

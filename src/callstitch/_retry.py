@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import orjson
-
-from ._problems import Problem
+from ._problems import Problem, _quote as _quote_name
 
 __all__ = ["retry_message", "MAX_CHARS", "MAX_PROBLEMS"]
 
@@ -17,7 +15,7 @@ _LINE_CHARS = 180
 
 
 def _quote(name: str | None) -> str:
-    return orjson.dumps(name).decode() if name is not None else "(no name)"
+    return _quote_name(name) if name is not None else "(no name)"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -46,7 +44,8 @@ def retry_message(name: str | None, problems: Sequence[Problem], schema: dict | 
     if first.kind == "unknown tool":
         text = f"Error: the tool call was not run: {first.message}. Call one of the available tools instead."
         return _clip(text, MAX_CHARS)
-    if first.path == "$" and first.kind in ("missing", "truncated", "malformed", "trailing data", "not an object"):
+    if first.path == "$" and first.kind in ("missing", "truncated", "malformed", "trailing data", "not an object",
+                                            "not checked"):
         text = f"Error: the call to {_quote(name)} was not run: {first.message}."
         shape = expected_shape(schema)
         text += (f" Call it again with the complete arguments as one JSON object with the properties {shape}."

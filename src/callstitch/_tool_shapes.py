@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any, Iterable, NamedTuple
 
-__all__ = ["ToolDef", "read_tools", "openapi_to_json_schema"]
+__all__ = ["ToolDef", "read_tools", "openapi_to_json_schema", "SCHEMA_DEPTH"]
+
+# Gemini's schemas are converted one Python frame per level: deeper than this is refused with a
+# ValueError (jsonschema-rs, which checks the result, takes ~128 levels of properties anyway).
+SCHEMA_DEPTH = 200
+# A value shown in an error message: bounded in depth and length, whatever a hostile tool list holds.
+_repr = reprlib.Repr()
+_repr.maxlevel, _repr.maxstring, _repr.maxother = 3, 80, 80  # a 64-character tool name whole
+
+
+def _show(value: Any) -> str:
+    try:
+        return _repr.repr(value)
+    except Exception:  # noqa: BLE001 - a 5,000-digit integer, an object whose repr fails
+        return f"a {type(value).__name__}"
 
 
 class ToolDef(NamedTuple):
@@ -30,14 +45,17 @@ _MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
 _BY_NAME = ("properties", "patternProperties", "$defs", "definitions")
 
 
-def openapi_to_json_schema(schema: Any) -> Any:
+def openapi_to_json_schema(schema: Any, _depth: int = 0) -> Any:
     """Return Gemini's OpenAPI-style schema as JSON Schema: lowercase types, `nullable` as a "null" type.
 
     The input is left untouched; keys JSON Schema does not know (propertyOrdering, example) are
-    kept, since validators ignore unknown keywords.
+    kept, since validators ignore unknown keywords. Raise ValueError for a schema nested deeper
+    than SCHEMA_DEPTH levels.
     """
     if not isinstance(schema, dict):
         return schema
+    if _depth >= SCHEMA_DEPTH:
+        raise ValueError(f"the parameters schema is nested deeper than {SCHEMA_DEPTH} levels")
     out = dict(schema)
     kind = out.get("type")
     if isinstance(kind, str):
@@ -55,15 +73,16 @@ def openapi_to_json_schema(schema: Any) -> Any:
             out["type"] = [*kind, "null"]
         if isinstance(out.get("enum"), list) and None not in out["enum"]:
             out["enum"] = [*out["enum"], None]
+    deeper = _depth + 1
     for key in _ONE:
         if isinstance(out.get(key), dict):
-            out[key] = openapi_to_json_schema(out[key])
+            out[key] = openapi_to_json_schema(out[key], deeper)
     for key in _MANY:
         if isinstance(out.get(key), list):
-            out[key] = [openapi_to_json_schema(s) for s in out[key]]
+            out[key] = [openapi_to_json_schema(s, deeper) for s in out[key]]
     for key in _BY_NAME:
         if isinstance(out.get(key), dict):
-            out[key] = {k: openapi_to_json_schema(s) for k, s in out[key].items()}
+            out[key] = {k: openapi_to_json_schema(s, deeper) for k, s in out[key].items()}
     return out
 
 
@@ -92,7 +111,7 @@ def _schema(value: Any, where: str) -> dict | None:
 
 def _name(value: Any, where: str, what: str = "a function tool") -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{where}: {what} needs a non-empty string name, got {value!r}")
+        raise ValueError(f"{where}: {what} needs a non-empty string name, got {_show(value)}")
     return value
 
 
@@ -119,8 +138,11 @@ def _gemini(tool: dict, where: str) -> Iterable[ToolDef]:
         if raw is not None:
             yield ToolDef(name, _schema(raw, at), False, at, "gemini")
         else:
-            yield ToolDef(name, _schema(openapi_to_json_schema(_plain(decl.get("parameters"))), at), False, at,
-                          "gemini")
+            try:
+                converted = openapi_to_json_schema(_plain(decl.get("parameters")))
+            except ValueError as exc:
+                raise ValueError(f"{at}: tool {name!r}: {exc}") from None
+            yield ToolDef(name, _schema(converted, at), False, at, "gemini")
 
 
 def _one(tool: Any, where: str) -> Iterable[ToolDef]:
@@ -160,7 +182,8 @@ def _one(tool: Any, where: str) -> Iterable[ToolDef]:
                                             "systemTool"}:
         return  # a server-side tool (web search, code execution, …) or a cache marker: never a client call
     else:
-        raise ValueError(f"{where}: not a tool definition callstitch can read (keys: {', '.join(map(str, tool))})")
+        keys = ", ".join(_show(key) if not isinstance(key, str) else key[:80] for key in list(tool)[:20])
+        raise ValueError(f"{where}: not a tool definition callstitch can read (keys: {keys})")
 
 
 def read_tools(tools: Any) -> list[ToolDef]:
@@ -175,8 +198,11 @@ def read_tools(tools: Any) -> list[ToolDef]:
             return read_tools(tools["tools"])
         if "functionDeclarations" in tools or "function_declarations" in tools:
             return list(_gemini(tools, "tools"))
-        return [ToolDef(_name(name, f"tools[{name!r}]"), _schema(schema, f"tools[{name!r}]"), False,
-                        f"tools[{name!r}]", "mapping") for name, schema in tools.items()]
+        defs = []
+        for name, schema in tools.items():
+            at = f"tools[{_show(name)}]"
+            defs.append(ToolDef(_name(name, at), _schema(schema, at), False, at, "mapping"))
+        return defs
     if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
         raise ValueError(f"tools must be a list of tool definitions or a {{name: schema}} mapping, "
                          f"got {type(tools).__name__}")

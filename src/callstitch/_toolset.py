@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import reprlib
 from typing import Any, Iterable
 
-import orjson
-
-from ._defaults import DefaultsPlan, fill_defaults, plan_defaults
-from ._problems import Problem, bad_arguments, schema_problems, unknown_tool
+from ._defaults import DefaultsPlan, TooDeep, fill_defaults, plan_defaults
+from ._problems import Problem, _quote as _quote_name, bad_arguments, not_checked, schema_problems, unknown_tool
 from ._results import Result, ToolCall
 from ._retry import retry_message
 from ._tool_shapes import ToolDef, read_tools
@@ -45,8 +44,15 @@ class Verdict:
 
     def __repr__(self) -> str:
         if self.ok:
-            return f"Verdict(ok=True, name={self.call.name!r}, arguments={self.arguments!r})"
+            return f"Verdict(ok=True, name={self.call.name!r}, arguments={_repr(self.arguments)})"
         return f"Verdict(ok=False, name={self.call.name!r}, problems={[str(p) for p in self.problems]!r})"
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except (RecursionError, ValueError):  # nested past the stack, a 5,000-digit integer: abridged
+        return reprlib.repr(value) if not isinstance(value, int) else "<an integer too long to show>"
 
 
 class _Tool:
@@ -65,7 +71,7 @@ class _Tool:
 
 
 def _quote(name: str | None) -> str:
-    return orjson.dumps(name).decode() if name is not None else "(no name)"
+    return _quote_name(name) if name is not None else "(no name)"  # a lone surrogate too
 
 
 def _check_custom(call: ToolCall, tool: _Tool) -> Verdict:
@@ -115,14 +121,29 @@ def _refuse(uri: str) -> Any:
     raise ValueError(f"remote $ref {uri!r} is not fetched")
 
 
+def _reason(exc: BaseException) -> str:
+    """Return the first line of an exception's message (its type's name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
 def _compile(jsonschema_rs: Any, tool: ToolDef) -> Any:
     # The draft comes from the schema's $schema, Draft 2020-12 when it has none.
     try:
         return jsonschema_rs.validator_for(tool.schema, retriever=_refuse)
     except Exception as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"{tool.where}: tool {tool.name!r} has parameters that are not a usable JSON Schema: "
-                         f"{reason}") from None
+                         f"{_reason(exc)}") from None
+
+
+def _plan(tool: ToolDef) -> DefaultsPlan | None:
+    try:
+        return plan_defaults(tool.schema)
+    except TooDeep as exc:
+        raise ValueError(f"{tool.where}: tool {tool.name!r}: {exc}") from None
+    except RecursionError:  # the caller's own stack was already deep: the same answer, in other words
+        raise ValueError(f"{tool.where}: tool {tool.name!r}: the parameters schema nests too deep to plan "
+                         "its defaults") from None
 
 
 class Toolset:
@@ -138,7 +159,10 @@ class Toolset:
     __slots__ = ("_tools", "_names")
 
     def __init__(self, tools: Any) -> None:
-        defs = read_tools(tools)
+        try:
+            defs = read_tools(tools)
+        except RecursionError:  # SDK objects nested past the stack: a tool list no request holds
+            raise ValueError("tools: nested too deep to read as tool definitions") from None
         seen: dict[str, ToolDef] = {}
         for tool in defs:
             if tool.name in seen:
@@ -150,8 +174,8 @@ class Toolset:
             validator = None
             if not _accepts_any_object(tool.schema):
                 validator = _compile(_jsonschema_rs(tool), tool)
-            self._tools[tool.name] = _Tool(tool.name, tool.schema, tool.strict, validator,
-                                           plan_defaults(tool.schema), tool.shape == "custom")
+            self._tools[tool.name] = _Tool(tool.name, tool.schema, tool.strict, validator, _plan(tool),
+                                           tool.shape == "custom")
         self._names = tuple(self._tools)
 
     @property
@@ -173,17 +197,29 @@ class Toolset:
         return f"Toolset({list(self._names)!r})"
 
     def check(self, call: ToolCall) -> Verdict:
-        """Return the verdict on one call: may it run, with what arguments, and if not, why."""
-        tool = self._tools.get(call.name)  # type: ignore[arg-type]
+        """Return the verdict on one call: may it run, with what arguments, and if not, why.
+
+        Never raises on what a call holds: arguments the validator cannot go through (nested
+        past its recursion limit, values JSON has no type for) give a "not checked" problem.
+        """
+        try:
+            tool = self._tools.get(call.name)  # type: ignore[arg-type]
+        except TypeError:  # a name that is not even hashable: no tool has it
+            tool = None
         arguments = call.arguments
         if tool is not None and isinstance(arguments, dict) and not tool.custom:
             validator = tool.validator
             # The fast path: a valid call costs a lookup, one is_valid() and, only for tools that
             # have defaults, the copy-on-write fill.
-            if validator is None or validator.is_valid(arguments):
-                if tool.defaults is not None:
-                    arguments = fill_defaults(arguments, tool.defaults)
-                return Verdict(call, True, arguments, (), None)
+            try:
+                if validator is None or validator.is_valid(arguments):
+                    if tool.defaults is not None:
+                        arguments = fill_defaults(arguments, tool.defaults)
+                    return Verdict(call, True, arguments, (), None)
+            except TooDeep as exc:  # valid, but the defaults go deeper than the fill follows
+                return self._verdict(call, tool, [Problem("$", "not checked", str(exc))])
+            except Exception as exc:  # noqa: BLE001 - a verdict, whatever the arguments hold
+                return self._verdict(call, tool, [not_checked(call.arguments, _reason(exc))])
         if tool is not None and (tool.custom or call.kind == "custom"):
             return _check_custom(call, tool)
         return self._explain(call, tool)
@@ -197,12 +233,19 @@ class Toolset:
     def _explain(self, call: ToolCall, tool: _Tool | None) -> Verdict:
         # The slow path, for calls that cannot run: say everything that is wrong.
         if tool is None:
-            problems = [unknown_tool(call.name, self._names)]
+            problems = [unknown_tool(call.name if isinstance(call.name, str) else None, self._names)]
         elif not isinstance(call.arguments, dict):
             problems = [bad_arguments(call)]
         else:
-            problems = schema_problems(tool.validator.iter_errors(call.arguments), tool.schema or {})
+            try:
+                problems = schema_problems(tool.validator.iter_errors(call.arguments), tool.schema or {})
+            except Exception as exc:  # noqa: BLE001 - the validator gave up part way (nested too deep)
+                problems = [not_checked(call.arguments, _reason(exc))]
             if not problems:  # is_valid and iter_errors disagreeing would be a validator bug; never run it
                 problems = [Problem("$", "invalid", "the arguments do not match the tool's parameters")]
+        return self._verdict(call, tool, problems)
+
+    def _verdict(self, call: ToolCall, tool: _Tool | None, problems: list[Problem]) -> Verdict:
+        """Return the verdict that the call may not run, for these problems."""
         return Verdict(call, False, call.arguments, tuple(problems),
                        retry_message(call.name, problems, tool.schema if tool is not None else None))

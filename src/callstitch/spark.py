@@ -17,8 +17,6 @@ any cluster with PySpark >= 3.4, pyarrow and callstitch installed on the workers
 from __future__ import annotations
 
 import functools
-import json
-import re
 import warnings
 from typing import Any, Iterable, Iterator
 
@@ -34,6 +32,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 from ._accumulator import Accumulator
 from ._dispatch import check_format
 from ._limits import Limits
+from ._records import arguments_json, raw_text, utf8_text
 
 __all__ = ["reassemble", "CALL_COLUMNS", "call_schema"]
 
@@ -48,6 +47,7 @@ CALL_COLUMNS = (
     ("error", T.StringType()),              # the call's ArgumentsError as text, or null
     ("quirks", T.ArrayType(T.StringType())),
     ("raw_arguments", T.StringType()),      # the text as received, when arguments is null
+    ("reason", T.StringType()),             # why arguments is null for a call that parsed (nested too deep)
     ("format", T.StringType()),             # the stream's wire format (as detected with "auto")
     ("stream_errors", T.ArrayType(T.StringType())),
 )
@@ -79,8 +79,9 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
 
     Each output row is one tool call, with the kept columns, then ``choice``, ``index``, ``id``,
     ``name``, ``arguments`` (JSON text), ``error``, ``quirks``, ``raw_arguments`` (set when
-    ``arguments`` is null), as in the CLI's records, then the stream's ``format`` and its
-    ``stream_errors`` (each as text, on every row of the stream). A row whose stream had errors
+    ``arguments`` is null), ``reason`` (why ``arguments`` is null for a call that parsed: nested
+    deeper than callstitch writes as JSON), as in the CLI's records, then the stream's
+    ``format`` and its ``stream_errors`` (each as text, on every row of the stream). A row whose stream had errors
     but no calls, or whose body is null or not usable, gives one row with null call fields and
     the error text in ``stream_errors``: bad bodies never fail the job. A row with neither calls
     nor errors gives no output row.
@@ -163,13 +164,6 @@ def _raw_bodies(arr: pa.Array) -> Iterator[memoryview | None]:
             yield view[a:b]
 
 
-def _dumps(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits, or a lone surrogate
-        return json.dumps(value, separators=(",", ":")).encode()
-
-
 def _array(values: list, type: pa.DataType) -> pa.Array:
     """Return a string (or list of strings) column; text that is not UTF-8 gets U+FFFD in its place."""
     try:
@@ -177,18 +171,7 @@ def _array(values: list, type: pa.DataType) -> pa.Array:
     except (pa.ArrowInvalid, UnicodeError):
         # A lone surrogate, which the fallback JSON parser lets through in an id, a name or an
         # error excerpt, cannot go into Arrow's UTF-8; replace it rather than fail the task.
-        return pa.array([_clean(v) for v in values], type)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _clean(value: Any) -> Any:
-    if type(value) is str:
-        return _SURROGATE.sub("\ufffd", value)
-    if type(value) is list:
-        return [_clean(v) for v in value]
-    return value
+        return pa.array([utf8_text(v) for v in values], type)
 
 
 def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None, nkeep: int) -> pa.RecordBatch | None:
@@ -209,12 +192,13 @@ def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None,
     error: list = []
     quirks: list = []
     raw: list = []
+    reasons: list = []
     formats: list = []
     stream_errors: list = []
 
     def error_row(i: int, fmt: str | None, errors: list[str]) -> None:
         rows.append(i)
-        for col in (choice, index, ids, names, arguments, error, quirks, raw):
+        for col in (choice, index, ids, names, arguments, error, quirks, raw, reasons):
             col.append(None)
         formats.append(fmt)
         stream_errors.append(errors)
@@ -252,12 +236,11 @@ def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None,
             ids.append(call.id)
             names.append(call.name)
             args = call.arguments
-            if args is None:
-                arguments.append(None)
-                raw.append(call.raw_arguments)
-            else:
-                arguments.append(_dumps(args))
-                raw.append(None)
+            text, reason = (None, None) if args is None else arguments_json(args)
+            arguments.append(text)
+            # A call too deep to write as JSON is kept as the text received, with the reason.
+            raw.append(raw_text(call) if text is None else None)
+            reasons.append(reason)
             error.append(None if call.error is None else str(call.error))
             quirks.append(list(call.quirks))
             formats.append(fmt)
@@ -271,7 +254,7 @@ def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None,
     columns += [
         pa.array(choice, pa.int64()), pa.array(index, pa.int64()),
         _array(ids, string_type), _array(names, string_type), _array(arguments, string_type),
-        _array(error, string_type), _array(quirks, strings), _array(raw, string_type),
+        _array(error, string_type), _array(quirks, strings), _array(raw, string_type), _array(reasons, string_type),
         _array(formats, string_type), _array(stream_errors, strings),
     ]
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_NAMES))
