@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 import callstitch
-from callstitch import _batch
-from callstitch._split import Splitter
+from callstitch._batch import run as _batch
+from callstitch._batch.split import Splitter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
@@ -205,7 +205,7 @@ def test_threads_a_c_library_started_count_too():
     pytest.importorskip("pyarrow")
     if not os.path.isdir("/proc/self/task"):
         pytest.skip("no /proc here to count the threads by")
-    code = ("import os, threading, pyarrow as pa, pyarrow.compute as pc; from callstitch import _batch; "
+    code = ("import os, threading, pyarrow as pa, pyarrow.compute as pc; from callstitch._batch import run as _batch; "
             "pc.sum(pa.array([1, 2])); "
             "print(threading.active_count(), len(os.listdir('/proc/self/task')), _batch._thread_count(), "
             "_batch._pool_context().get_start_method())")
@@ -221,7 +221,7 @@ def test_threads_a_c_library_started_count_too():
 
 def test_jobs_alone_in_the_process_keep_the_platform_start():
     # A fresh interpreter runs one thread: the pool starts its workers the platform's usual way.
-    code = ("import multiprocessing; from callstitch import _batch; "
+    code = ("import multiprocessing; from callstitch._batch import run as _batch; "
             "print(_batch._pool_context().get_start_method(), multiprocessing.get_start_method())")
     ours, platform = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                     timeout=60).stdout.split()

@@ -501,7 +501,7 @@ def test_eventstream_encoder_matches_a_capture():
     """The test encoder writes exactly the bytes AWS does (checked against the recorded stream)."""
     import os
 
-    from callstitch._framing import parse_headers
+    from callstitch._wire.framing import parse_headers
 
     path = os.path.join(os.path.dirname(__file__), "fixtures", "captures",
                         "bedrock__pydantic-ai__converse-nova-tool.eventstream")

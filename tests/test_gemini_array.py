@@ -214,7 +214,7 @@ def test_batch_range_tasks_and_twins(tmp_path):
 
 
 def test_splitter_cuts_do_not_depend_on_reads():
-    from callstitch._split import Splitter
+    from callstitch._batch.split import Splitter
     body = _bodies(6, b"\r\n")
     want = None
     for step in (len(body), 1, 7, 64, 300):

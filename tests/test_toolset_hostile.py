@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from _streams import DONE, chunk, finish, tool_delta
 
 from callstitch import Toolset, ToolCall, Verdict
-from callstitch._defaults import FILL_DEPTH, PLAN_DEPTH
-from callstitch._retry import MAX_CHARS
-from callstitch._tool_shapes import SCHEMA_DEPTH
+from callstitch._validate.defaults import FILL_DEPTH, PLAN_DEPTH
+from callstitch._validate.retry import MAX_CHARS
+from callstitch._validate.shapes import SCHEMA_DEPTH
 
 # A recursive schema with a default at every level: a tree of nodes.
 NODE = {"$defs": {"node": {"type": "object", "properties": {

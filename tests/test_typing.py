@@ -86,7 +86,7 @@ def test_the_readme_usage_type_checks(tmp_path):
                 if "Revealed type is" in line]
     assert revealed == ["callstitch._results.Result", "callstitch._results.ToolCall",
                         "list[callstitch._results.ToolCall]", "callstitch._results.Result", "str", "bytes",
-                        "callstitch._toolset.Verdict"]
+                        "callstitch._validate.toolset.Verdict"]
 
 
 def test_misuse_is_caught(tmp_path):

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from ._accumulator import IMPLEMENTATION, Accumulator
 from ._api import reassemble
-from ._batch import reassemble_many
+from ._batch.run import reassemble_many
 from ._limits import Limits
 from ._results import ArgumentsError, Choice, Result, StreamError, ToolCall
 
@@ -13,10 +13,11 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers and editors
     from ._tee import atee, tee
-    from ._toolset import Problem, Toolset, Verdict
+    from ._validate.toolset import Problem, Toolset, Verdict
 
 # Imported on first use: the command line and batch workers start faster without them.
-_LAZY = {"Toolset": "_toolset", "Problem": "_toolset", "Verdict": "_toolset", "tee": "_tee", "atee": "_tee"}
+_LAZY = {"Toolset": "_validate.toolset", "Problem": "_validate.toolset", "Verdict": "_validate.toolset", "tee": "_tee",
+         "atee": "_tee"}
 
 
 def __getattr__(name: str):

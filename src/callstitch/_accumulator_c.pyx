@@ -2,7 +2,7 @@
 """The compiled twin of the accumulator: SSE framing, chunk reading and the append path in C.
 
 It does exactly what _accumulator_py.py does; the tests hold both to identical results. For
-OpenAI-style chat chunks it reads the JSON envelope on demand (_chunkscan.h) and unescapes each
+OpenAI-style chat chunks it reads the JSON envelope on demand (_c/chunkscan.h) and unescapes each
 argument string straight into its call's bytearray, creating no Python object per event. Any
 event it does not fully understand goes to the shared general path (_dispatch, orjson).
 """
@@ -16,22 +16,24 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy, memmove
 
-from . import _dispatch, _framing
+from ._formats import dispatch as _dispatch
+from ._wire import framing as _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
                         parses, raise_first_error)
 from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
-from ._recognition import unrecognised
+from ._formats.recognition import unrecognised
 from ._results import ToolCall
 from ._state import STRAY_KEPT, RawJSON, StreamState
-from . import _anthropic, _gemini
-from ._gemini import _VALUE_KEYS
+from ._formats import anthropic as _anthropic
+from ._formats import gemini as _gemini
+from ._formats.gemini import _VALUE_KEYS
 from ._text import argument_bytes, encode_fragment, escape_surrogate
 from orjson import dumps as _dumps, loads as _loads
 
 __all__ = ["Accumulator"]
 
-cdef extern from "_chunkscan.h" nogil:
+cdef extern from "_c/chunkscan.h" nogil:
     enum:
         CS_ABSENT
         CS_NULL
@@ -99,7 +101,7 @@ cdef extern from "_chunkscan.h" nogil:
     bint cs_same(const unsigned char *p, const char *lit, size_t n)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
 
-cdef extern from "_eventstream.h" nogil:
+cdef extern from "_c/eventstream.h" nogil:
     void es_crc_init()
     unsigned int es_crc32(const unsigned char *p, size_t n)
     unsigned int es_be32(const unsigned char *p)

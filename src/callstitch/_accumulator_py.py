@@ -13,12 +13,14 @@ from orjson import JSONDecodeError as _JSONDecodeError
 from orjson import dumps as _dumps
 from orjson import loads as _loads
 
-from . import _dispatch, _framing, _openai_chat
+from ._formats import dispatch as _dispatch
+from ._wire import framing as _framing
+from ._formats import openai_chat as _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
 from ._limits import Limits, as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
-from ._recognition import unrecognised
+from ._formats.recognition import unrecognised
 from ._results import Result, ToolCall
 from ._state import StreamState
 from ._text import argument_bytes, encode_fragment, escape_surrogate

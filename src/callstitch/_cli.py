@@ -10,10 +10,10 @@ from typing import Any, BinaryIO
 
 from . import __version__
 from ._accumulator import IMPLEMENTATION
-from ._batch import CONTAINERS, Batch
-from ._dispatch import FORMATS
+from ._batch.run import CONTAINERS, Batch
+from ._formats.dispatch import FORMATS
 from ._limits import Limits
-from ._progress import Progress
+from ._batch.progress import Progress
 
 _DESCRIPTION = """\
 Read captured streamed LLM responses and print one JSON line per tool call:

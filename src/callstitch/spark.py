@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"callstitch.spark needs pyspark and pyarrow: pip install 'callstitch[spark]' ({exc})") from None
 
 from ._accumulator import Accumulator
-from ._dispatch import check_format
+from ._formats.dispatch import check_format
 from ._limits import Limits
 from ._records import arguments_json, raw_text, utf8_text
 

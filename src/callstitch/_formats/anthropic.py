@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from ._state import error_text
+from .._state import error_text
 
 _EVENTS = frozenset(("message_start", "content_block_start", "content_block_delta", "content_block_stop",
                      "message_delta", "message_stop", "ping"))

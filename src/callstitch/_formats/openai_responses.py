@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._state import error_text
+from .._state import error_text
 
 _TEXT = {"response.output_text.delta": 0, "response.reasoning_summary_text.delta": 1,
          "response.reasoning_text.delta": 1, "response.refusal.delta": 2}

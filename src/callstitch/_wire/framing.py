@@ -15,7 +15,7 @@ import struct
 import zlib
 from typing import Any
 
-from ._limits import line_dropped
+from .._limits import line_dropped
 
 SSE, NDJSON, EVENTSTREAM, JSONARRAY = "sse", "ndjson", "eventstream", "json-array"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ._problems import Problem, _quote as _quote_name
+from .problems import Problem, _quote as _quote_name
 
 __all__ = ["retry_message", "MAX_CHARS", "MAX_PROBLEMS"]
 

@@ -1,5 +1,5 @@
 /*
- * _chunkscan.h -- validating on-demand reader for one OpenAI-style
+ * chunkscan.h -- validating on-demand reader for one OpenAI-style
  * chat.completion.chunk SSE "data:" payload.
  *
  * cs_scan_chat_chunk() either fully understands the payload (returns 1 and

@@ -6,11 +6,11 @@ import importlib
 import reprlib
 from typing import Any, Iterable
 
-from ._defaults import DefaultsPlan, TooDeep, fill_defaults, plan_defaults
-from ._problems import Problem, _quote as _quote_name, bad_arguments, not_checked, schema_problems, unknown_tool
-from ._results import Result, ToolCall
-from ._retry import retry_message
-from ._tool_shapes import ToolDef, read_tools
+from .defaults import DefaultsPlan, TooDeep, fill_defaults, plan_defaults
+from .problems import Problem, _quote as _quote_name, bad_arguments, not_checked, schema_problems, unknown_tool
+from .._results import Result, ToolCall
+from .retry import retry_message
+from .shapes import ToolDef, read_tools
 
 __all__ = ["Toolset", "Verdict", "Problem"]
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from . import _dispatch
-from ._results import excerpt
+from . import dispatch as _dispatch
+from .._results import excerpt
 
 def unrecognised(state: Any, has_content: bool, fed: bool) -> None:
     """Record one "not a stream" error when no event of the format came and nothing else was reported.

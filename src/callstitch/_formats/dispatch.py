@@ -12,8 +12,14 @@ from typing import Any
 
 import orjson
 
-from . import _anthropic, _bedrock, _cohere, _gemini, _ollama, _openai_chat, _openai_responses
-from ._state import error_text
+from . import anthropic as _anthropic
+from . import bedrock as _bedrock
+from . import cohere as _cohere
+from . import gemini as _gemini
+from . import ollama as _ollama
+from . import openai_chat as _openai_chat
+from . import openai_responses as _openai_responses
+from .._state import error_text
 
 ADAPTERS = {
     "openai-chat": _openai_chat,

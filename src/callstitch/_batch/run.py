@@ -27,15 +27,15 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import orjson
 
-from . import _ollama
-from ._accumulator import Accumulator
-from ._dispatch import check_format
-from ._framing import EVENTSTREAM, SSE, choose
-from ._limits import Limits
-from ._records import call_line, read_records
-from ._sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
+from .._formats import ollama as _ollama
+from .._accumulator import Accumulator
+from .._formats.dispatch import check_format
+from .._wire.framing import EVENTSTREAM, SSE, choose
+from .._limits import Limits
+from .._records import call_line, read_records
+from .sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
                        sniff_compression)
-from ._split import SPLITTABLE, Splitter
+from .split import SPLITTABLE, Splitter
 
 __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
 

@@ -33,7 +33,7 @@ import zlib
 
 import orjson
 
-from ._framing import EVENTSTREAM, JSONARRAY, SSE, parse_headers
+from .._wire.framing import EVENTSTREAM, JSONARRAY, SSE, parse_headers
 
 __all__ = ["Splitter", "HOLD"]
 

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
-from ._records import Unwritable, nesting, to_json
+from .._records import Unwritable, nesting, to_json
 
 __all__ = ["Problem", "json_path", "unknown_tool", "bad_arguments", "schema_problems", "not_checked"]
 

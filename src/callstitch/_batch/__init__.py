@@ -1,0 +1,1 @@
+"""Batch reprocessing: sources and containers, cutting files into responses, workers, records."""

@@ -1,0 +1,1 @@
+"""Validating calls against tool definitions: shapes, defaults, problems, retry messages."""
