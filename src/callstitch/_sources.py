@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import bz2
 import glob
-import gzip
 import lzma
 import os
-from typing import BinaryIO, Iterator
+import zlib
+from typing import Any, BinaryIO, Callable, Iterator
 
 __all__ = ["expand", "open_source", "sniff_compression", "Problem", "STDIN", "BODY_SUFFIXES"]
 
@@ -98,26 +98,290 @@ def expand(inputs: list[str]) -> Iterator[tuple[str, Problem | None]]:
                     yield path, None
 
 
-def _zstd_reader(raw: BinaryIO) -> BinaryIO:
-    try:
-        import zstandard
-    except ImportError:
-        raise Problem("unreadable", "zstandard-compressed, and the zstandard package is not installed "
-                                    "(pip install 'callstitch[zstd]')") from None
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+DECOMPRESSION_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, lzma.LZMAError, ValueError,
+                                                         zlib.error)
+try:  # zstandard raises its own error type
+    import zstandard as _zstd
+
+    DECOMPRESSION_ERRORS = DECOMPRESSION_ERRORS + (_zstd.ZstdError,)
+except ImportError:  # pragma: no cover - the extra is optional
+    pass
+
+STEP = 1 << 16   # bzip2, xz, zstd: bytes decoded per call at most, the most a corrupt stretch can take with it
+PIECE = 1 << 16  # compressed bytes read from the file at a time
+
+
+class _Damage(Exception):
+    """Corrupt data met by a decoder that could still hand over what it decoded before it."""
+
+    def __init__(self, good: bytes, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.good = good
+
+
+class _GzipMember:
+    """One gzip member, with the interface of bz2's and lzma's decompressors (zlib keeps a tail instead).
+
+    A call decodes as much as it is asked for (the fastest way); at damage it decodes the same
+    input again from a copy of the state taken before, a few bytes at a time, so that what comes
+    before the damage is kept to within a few bytes.
+    """
+
+    step = 4 << 20
+    SALVAGE = 64  # input bytes per call when decoding again up to the damage
+
+    def __init__(self) -> None:
+        self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)  # checks the header, the CRC and the length
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        tail = self._z.unconsumed_tail
+        if tail:
+            data = tail + data
+        before = self._z.copy()
+        try:
+            return self._z.decompress(data, max_length)
+        except zlib.error as exc:
+            raise _Damage(self._salvage(before, data), exc) from None
+
+    def _salvage(self, z: Any, data: bytes) -> bytes:
+        good = []
+        for i in range(0, len(data), self.SALVAGE):
+            try:
+                good.append(z.decompress(data[i:i + self.SALVAGE]))
+            except zlib.error:
+                break
+        return b"".join(good)
+
+    @property
+    def eof(self) -> bool:
+        return self._z.eof
+
+    @property
+    def unused_data(self) -> bytes:
+        return self._z.unused_data
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_BLOCK_MAX = 128 << 10  # the largest zstandard block, compressed or not
+
+
+class _ZstdFrame:
+    """One zstandard frame, fed to the decoder one block at a time.
+
+    zstandard's decompressobj has no output bound, and a few bytes of RLE block decode to 128 KiB:
+    feeding it whole blocks keeps every call to at most one block's output. Walking the block
+    headers also tells a frame cut short (which the library's stream reader passes in silence).
+    """
+
+    step = STEP
+
+    def __init__(self) -> None:
+        try:
+            import zstandard
+        except ImportError:
+            raise Problem("unreadable", "zstandard-compressed, and the zstandard package is not installed "
+                                        "(pip install 'callstitch[zstd]')") from None
+        self._decoder = zstandard.ZstdDecompressor().decompressobj()
+        self._input = bytearray()
+        self._stage = "magic"   # magic -> header -> block ... -> checksum -> done; or skip
+        self._checksum = False
+        self._skip = 0          # bytes of a skippable frame still to drop
+        self.eof = False
+        self.unused_data = b""
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        self._input += data
+        out = []
+        made = 0
+        while made < max_length and not self.eof:
+            unit = self._next_unit()
+            if unit is None:
+                break
+            if unit:
+                chunk = self._decoder.decompress(unit)
+                if chunk:
+                    out.append(chunk)
+                    made += len(chunk)
+        if self.eof:
+            self.unused_data = bytes(self._input)
+            self._input.clear()
+        return b"".join(out)
+
+    def _take(self, n: int) -> bytes | None:
+        if len(self._input) < n:
+            return None
+        unit = bytes(self._input[:n])
+        del self._input[:n]
+        return unit
+
+    def _next_unit(self) -> bytes | None:
+        """Return the next whole piece to feed (b"" for one that feeds nothing), or None when short of bytes."""
+        data = self._input
+        stage = self._stage
+        if stage == "skip":
+            n = min(self._skip, len(data))
+            del data[:n]
+            self._skip -= n
+            if self._skip:
+                return None
+            self.eof = True
+            return b""
+        if stage == "magic":
+            if len(data) < 4:
+                return None
+            magic = int.from_bytes(data[:4], "little")
+            skippable = 0x184D2A50 <= magic <= 0x184D2A5F
+            if magic != _ZSTD_MAGIC and not skippable:
+                raise ValueError(f"not a zstandard frame (it starts {bytes(data[:4])!r})")
+            if len(data) < 8:
+                return None
+            if skippable:  # its size, then bytes to drop
+                self._skip = int.from_bytes(data[4:8], "little")
+                del data[:8]
+                self._stage = "skip"
+                return b""
+            descriptor = data[4]
+            single = descriptor >> 5 & 1
+            self._checksum = bool(descriptor >> 2 & 1)
+            size = (5 + (0 if single else 1) + (0, 1, 2, 4)[descriptor & 3]
+                    + ((1 if single else 0), 2, 4, 8)[descriptor >> 6])
+            unit = self._take(size)
+            if unit is not None:
+                self._stage = "block"
+            return unit
+        if stage == "block":
+            if len(data) < 3:
+                return None
+            header = int.from_bytes(data[:3], "little")
+            kind, size = header >> 1 & 3, header >> 3
+            if kind == 3 or size > _BLOCK_MAX:
+                raise ValueError("a corrupt block header")
+            unit = self._take(3 + (1 if kind == 1 else size))
+            if unit is not None and header & 1:  # the frame's last block
+                self._stage = "checksum" if self._checksum else "done"
+            if self._stage == "done":
+                self.eof = True
+            return unit
+        unit = self._take(4)  # the checksum
+        if unit is not None:
+            self._stage = "done"
+            self.eof = True
+        return unit
+
+
+_MEMBERS: dict[str, Callable[[], Any]] = {"gzip": _GzipMember, "bzip2": bz2.BZ2Decompressor,
+                                          "xz": lzma.LZMADecompressor, "zstd": _ZstdFrame}
+_MEMBER_NAME = {"gzip": "member", "bzip2": "stream", "xz": "stream", "zstd": "frame"}
+
+
+class Decompressed:
+    """A reader of a compressed file, decompressed; what decodes before any damage is handed out first.
+
+    Corrupt data, or an end cut inside a member (a capture still being written), raises Problem
+    at the read after the last good bytes, naming the decompressed offset where they stop.
+    After that the reader is at its end. Members, streams and frames back to back are read in
+    turn; zero bytes after one are padding.
+    """
+
+    def __init__(self, raw: BinaryIO, compression: str) -> None:
+        self._raw = raw
+        self._compression = compression
+        self._decoder = _MEMBERS[compression]()
+        self._fed = 0             # compressed bytes given to the current member's decoder
+        self._compressed = 0      # compressed bytes read in all
+        self._input = b""         # compressed bytes read, not yet given to a decoder
+        self._ready = b""         # decoded bytes not yet handed out
+        self._problem: Problem | None = None
+        self._done = False
+        self.position = 0         # decompressed bytes handed out
+
+    def read(self, n: int = -1) -> bytes:
+        """Return up to n decompressed bytes (all with n < 0); b"" at the end."""
+        want = (1 << 62) if n is None or n < 0 else n
+        parts = []
+        got = 0
+        step = getattr(self._decoder, "step", STEP)
+        while got < want:
+            chunk = self._next(min(want - got, step))
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+            self.position += len(chunk)
+        if not parts and self._problem is not None:
+            problem, self._problem = self._problem, None
+            raise problem
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._input = self._ready = b""
+        self._done = True
+
+    def _next(self, limit: int) -> bytes:
+        """Return up to limit decoded bytes; b"" at the end or at damage (then self._problem says which)."""
+        if self._ready:
+            chunk, self._ready = self._ready[:limit], self._ready[limit:]
+            return chunk
+        while not self._done:
+            if self._decoder.eof:  # a member ended: the next one starts with what is left
+                self._input = self._decoder.unused_data + self._input
+                self._decoder = _MEMBERS[self._compression]()
+                self._fed = 0
+            data, self._input = self._input, b""
+            if not self._fed:
+                data = data.lstrip(b"\0")  # padding between or after members
+            self._fed += len(data)
+            try:
+                out = self._decoder.decompress(data, limit)
+            except _Damage as exc:
+                out = exc.good
+                self._fail("is corrupt", exc, len(out))
+            except DECOMPRESSION_ERRORS as exc:
+                return self._fail("is corrupt", exc)
+            if out:
+                if len(out) > limit:
+                    out, self._ready = out[:limit], out[limit:]
+                return out
+            if self._done:
+                break
+            if not self._decoder.eof and not self._fill():
+                self._done = True
+                if self._fed:
+                    return self._fail(f"ends inside a {_MEMBER_NAME[self._compression]} (cut short, or still "
+                                      "being written)", None)
+        return b""
+
+    def _fill(self) -> bool:
+        """Read more compressed bytes; return False at the end of the file."""
+        try:
+            data = self._raw.read(PIECE)
+        except OSError as exc:
+            self._problem = Problem("unreadable", f"cannot read: {exc.strerror or exc}", self.position)
+            return False
+        self._compressed += len(data)
+        self._input += data
+        return bool(data)
+
+    def _fail(self, what: str, exc: BaseException | None, good: int = 0) -> bytes:
+        """Note the damage (good: bytes decoded before it, still to be handed out); return b""."""
+        if self._problem is None:
+            at = self.position + len(self._ready) + good
+            why = f" ({exc})" if exc is not None and str(exc) else ""
+            self._problem = Problem("corrupt archive", f"the {self._compression} data {what}{why} after {at} "
+                                    f"decompressed bytes ({self._compressed} compressed bytes read); the bytes "
+                                    "before are read", at)
+        self._done = True
+        return b""
 
 
 def wrap(raw: BinaryIO, compression: str | None) -> BinaryIO:
     """Return a reader that decompresses raw as it is read."""
     if compression is None:
         return raw
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if compression == "bzip2":
-        return bz2.BZ2File(raw, "rb")  # type: ignore[return-value]
-    if compression == "xz":
-        return lzma.LZMAFile(raw, "rb")  # type: ignore[return-value]
-    return _zstd_reader(raw)
+    return Decompressed(raw, compression)  # type: ignore[return-value]
 
 
 class _Peeked:
@@ -169,12 +433,3 @@ def open_source(path: str) -> tuple[BinaryIO, str | None, BinaryIO]:
     raw.seek(0)
     compression = sniff_compression(head)
     return wrap(raw, compression), compression, raw
-
-
-DECOMPRESSION_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, lzma.LZMAError, ValueError)
-try:  # zstandard raises its own error type
-    import zstandard as _zstd
-
-    DECOMPRESSION_ERRORS = DECOMPRESSION_ERRORS + (_zstd.ZstdError,)
-except ImportError:  # pragma: no cover - the extra is optional
-    pass

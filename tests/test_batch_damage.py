@@ -1,0 +1,163 @@
+"""Damaged and awkward inputs of the batch layer: archives cut short or corrupt, files that shrink
+while read, FIFOs and symlink loops in walked trees, log lines past the limits.
+
+Everything runs for real: real archives made with the standard library (and zstandard), real
+files truncated by a second process, real FIFOs and symlinks, the real CLI in a subprocess.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import subprocess
+import sys
+import zlib
+
+import orjson
+import pytest
+
+import callstitch
+from callstitch import _batch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import workload  # noqa: E402
+
+
+@pytest.fixture
+def twin(impl, monkeypatch):
+    """Run the batch machinery (in this process) on one twin."""
+    monkeypatch.setattr(_batch, "Accumulator", impl.Accumulator)
+    return impl
+
+
+def cli(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "callstitch", "reassemble", *args], input=stdin,
+                          capture_output=True, timeout=timeout)
+
+
+def one_call_body(i: int) -> bytes:
+    """Return an OpenAI chat response with exactly one call, numbered i."""
+    args = orjson.dumps({"n": i, "text": "x" * (i % 50)}).decode()
+    chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": f"call_{i}", "type": "function",
+                                                                  "function": {"name": "f", "arguments": ""}}]}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[j:j + 7]}}]}}]}
+               for j in range(0, len(args), 7)]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def bodies(n: int = 60, seed: int = 1) -> list[bytes]:
+    return [b for b, _ in workload.responses(n, seed=seed)]
+
+
+def records_of(path: str, **kw) -> tuple[list[dict], list[tuple]]:
+    """Return the records (without their source) and the problems of one source."""
+    problems: list[tuple] = []
+    records = [{k: v for k, v in r.items() if k != "source"}
+               for r in callstitch.reassemble_many([path], on_problem=lambda *a: problems.append(a), **kw)]
+    return records, problems
+
+
+def plain_records(tmp_path, data: bytes) -> list[dict]:
+    path = tmp_path / "plain-reference.sse"
+    path.write_bytes(data)
+    return records_of(str(path))[0]
+
+
+def _zstd(data: bytes) -> bytes:
+    zstandard = pytest.importorskip("zstandard")
+    return zstandard.ZstdCompressor(write_checksum=True).compress(data)
+
+
+def _zstd_prefix(data: bytes) -> bytes:
+    zstandard = pytest.importorskip("zstandard")
+    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+
+
+# compress, the decodable prefix of a cut archive by a reference decoder, how far short of that
+# prefix a read may stop (zstandard decodes whole blocks: up to 128 KiB)
+CODECS = {
+    "gzip": (gzip.compress, lambda d: zlib.decompressobj(31).decompress(d), 0),
+    "bzip2": (bz2.compress, lambda d: bz2.BZ2Decompressor().decompress(d), 0),
+    "xz": (lzma.compress, lambda d: lzma.LZMADecompressor().decompress(d), 0),
+    "zstd": (_zstd, _zstd_prefix, 128 << 10),
+}
+
+
+# -- 1. archives cut short or corrupt ------------------------------------------------------------
+
+def test_gzip_missing_only_its_trailer_keeps_every_call(twin, tmp_path):
+    # A capture still being written: everything is there but the 8-byte trailer (CRC and length).
+    blob = b"".join(one_call_body(i) for i in range(400))
+    path = tmp_path / "live.sse.gz"
+    path.write_bytes(gzip.compress(blob)[:-8])
+    records, problems = records_of(str(path))
+    assert len(records) == 400
+    assert records == plain_records(tmp_path, blob)
+    (problem,) = problems
+    assert problem[0] == str(path) and problem[3] == len(blob) and problem[4] == "corrupt archive"
+    assert "gzip data ends inside a member" in problem[5]
+
+
+@pytest.mark.parametrize("codec", sorted(CODECS))
+@pytest.mark.parametrize("keep", [0.3, 0.77, 0.999])
+def test_cut_archive_keeps_all_that_decodes(twin, tmp_path, codec, keep):
+    compress, reference, granularity = CODECS[codec]
+    blob = b"".join(bodies())
+    packed = compress(blob)
+    cut = packed[:int(len(packed) * keep)]
+    path = tmp_path / f"cut.sse.{codec}"
+    path.write_bytes(cut)
+    records, problems = records_of(str(path))
+    damage = [p for p in problems if p[4] == "corrupt archive"]
+    assert len(damage) == 1, problems
+    at = damage[0][3]
+    decodable = len(reference(cut))
+    assert decodable - granularity <= at <= decodable
+    assert f"the {codec} data ends inside a" in damage[0][5]
+    # Exactly the streams of the bytes before the damage: as if the file held just those.
+    assert records == plain_records(tmp_path, blob[:at])
+
+
+def test_corrupt_gzip_member_through_the_cli(tmp_path):
+    # A good member, then one with a valid header and bad deflate data: the first member's calls
+    # come out, the damage is reported with the file and the offset, and no traceback.
+    good = b"".join(bodies(20))
+    bad_member = gzip.compress(b"".join(bodies(5, seed=2)))[:10] + bytes(range(7, 250)) * 8
+    path = tmp_path / "day.sse.gz"
+    path.write_bytes(gzip.compress(good) + bad_member)
+    after = tmp_path / "after.sse"
+    after.write_bytes(one_call_body(7))
+    proc = cli(str(path), str(after), "-j", "1")
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "zlib.error" not in err
+    assert f"{path} (byte {len(good)}): corrupt archive: the gzip data is corrupt" in err
+    got = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert [r for r in got if r["source"] == str(path)] == [
+        {"source": str(path), **r} for r in plain_records(tmp_path, good)]
+    assert [r["id"] for r in got if r["source"] == str(after)] == ["call_7"]
+
+
+def test_damage_inside_a_deflate_member_keeps_what_precedes_it(twin, tmp_path):
+    blob = b"".join(bodies())
+    packed = bytearray(gzip.compress(blob))
+    middle = len(packed) // 2
+    packed[middle:middle + 40] = bytes(40)  # zeros inside deflate data: an error at or soon after them
+    path = tmp_path / "flipped.sse.gz"
+    path.write_bytes(bytes(packed))
+    # The reference: a decoder fed one byte at a time, up to the error.
+    ref, z = [], zlib.decompressobj(31)
+    for i in range(len(packed)):
+        try:
+            ref.append(z.decompress(bytes(packed[i:i + 1])))
+        except zlib.error:
+            break
+    decodable = b"".join(ref)
+    records, problems = records_of(str(path))
+    (damage,) = [p for p in problems if p[4] == "corrupt archive"]
+    at = damage[3]
+    assert len(decodable) - (64 << 10) < at <= len(decodable)
+    assert records == plain_records(tmp_path, decodable[:at])
