@@ -51,7 +51,8 @@ the run goes on. At the end a summary goes to standard error; a progress bar too
 while it runs, when standard error is a terminal.
 
 Exit status: 0 when everything was clean, 1 when any input, stream or call had an
-error, 2 on a usage error."""
+error (or a worker process died), 2 on a usage error, 3 when the output could not be
+written (a full disk, a directory that does not exist)."""
 
 _EPILOG = """\
 examples:
@@ -148,24 +149,90 @@ class _ParquetSink:
         self._writer.close()
 
 
+EXIT_OUTPUT = 3  # the output could not be written (1: the data had errors; 2: usage)
+
+_FORMAT_OF_SUFFIX = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".json": "jsonl",
+                     ".ndjson": "jsonl"}
+# Suffixes that promise something neither writer makes: JSON lines in them would mislead.
+_FOREIGN_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".bz2", ".xz", ".csv", ".tsv", ".arrow", ".feather",
+                     ".orc", ".avro", ".xlsx")
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """Return the output format: --output-format if given, else what -o's suffix says (jsonl by default).
+
+    Raises ValueError for a suffix that names a format callstitch does not write.
+    """
+    if args.output_format:
+        return args.output_format
+    suffix = os.path.splitext(args.output or "")[1].lower()
+    if suffix in _FORMAT_OF_SUFFIX:
+        return _FORMAT_OF_SUFFIX[suffix]
+    if suffix in _FOREIGN_SUFFIXES:
+        raise ValueError(f"cannot write {suffix[1:]} ({args.output!r}): name --output-format jsonl or parquet, "
+                         "or pick a .jsonl or .parquet name (compress the output with a pipe: | gzip > ...)")
+    return "jsonl"
+
+
+class _OutputError(Exception):
+    """The output could not be written."""
+
+
+def _guarded(fn: Any) -> Any:
+    """Wrap a write or close so that its failures (a full disk, say) tell themselves from the input's."""
+    def call(*a: Any) -> Any:
+        try:
+            return fn(*a)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputError(exc.strerror or str(exc)) from None
+    return call
+
+
+def _open_output(args: argparse.Namespace, fmt: str) -> tuple[Any, Any]:
+    """Return (write, close) for the output; raises ImportError (no pyarrow) or _OutputError."""
+    target: Any = args.output if args.output else sys.stdout.buffer
+    try:
+        if fmt == "parquet":
+            sink: Any = _ParquetSink(target)
+            return _guarded(sink.write), _guarded(sink.close)
+        out: BinaryIO = open(target, "wb") if args.output else target
+    except OSError as exc:
+        raise _OutputError(exc.strerror or str(exc)) from None
+    return _guarded(out.write), _guarded(out.close if args.output else out.flush)
+
+
+def _release_stdout() -> None:
+    """Point standard output at /dev/null, so that Python's flush at exit has nothing left to fail on."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def reassemble_command(args: argparse.Namespace) -> int:
     """Reassemble every input and write its calls; return the exit status."""
     err = sys.stderr
     quiet = args.quiet
+    where = repr(args.output) if args.output else "standard output"
+    try:
+        fmt = output_format(args)
+        write, close = _open_output(args, fmt)
+    except ValueError as exc:
+        err.write(f"callstitch: {exc}\n")
+        return 2
+    except ImportError:
+        err.write("callstitch: --output-format parquet needs pyarrow (pip install 'callstitch[parquet]')\n")
+        return 2
+    except _OutputError as exc:
+        err.write(f"callstitch: cannot write {where}: {exc}\n")
+        return EXIT_OUTPUT
     progress = Progress(err) if not quiet and err.isatty() else None
     batch = Batch(args.inputs or ["-"], format=args.format, field=args.field, jobs=args.jobs,
                   container=args.container, on_problem=_problem_printer(err),
                   on_progress=progress.update if progress is not None else None, limits=_limits(args))
-    if args.output_format == "parquet":
-        try:
-            sink: Any = _ParquetSink(args.output if args.output else sys.stdout.buffer)
-        except ImportError:
-            err.write("callstitch: --output-format parquet needs pyarrow (pip install 'callstitch[parquet]')\n")
-            return 2
-        write, close = sink.write, sink.close
-    else:
-        out: BinaryIO = open(args.output, "wb") if args.output else sys.stdout.buffer
-        write, close = out.write, (out.close if args.output else out.flush)
     started = time.perf_counter()
     try:
         for chunk in batch.chunks():
@@ -175,14 +242,13 @@ def reassemble_command(args: argparse.Namespace) -> int:
         close()
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): end quietly, and keep Python from complaining at exit.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except OSError:
-            pass
-        if progress is not None:
-            progress.close()
+        _release_stdout()
         return 0
+    except _OutputError as exc:
+        if not args.output:
+            _release_stdout()
+        err.write(f"callstitch: cannot write {where}: {exc}; the run is stopped\n")
+        return EXIT_OUTPUT
     finally:
         if progress is not None:
             progress.close()
@@ -252,8 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     re_.add_argument("-j", "--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
                      help="worker processes (default: all %(default)s cores; 0 also means all)")
     re_.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
-    re_.add_argument("--output-format", default="jsonl", choices=("jsonl", "parquet"),
-                     help="jsonl (default) or parquet (needs pyarrow; arguments as a JSON string column)")
+    re_.add_argument("--output-format", choices=("jsonl", "parquet"),
+                     help="jsonl or parquet (needs pyarrow; arguments as a JSON string column); default: "
+                          "from -o's suffix (.parquet: parquet; .jsonl, .json, .ndjson or other: jsonl)")
     re_.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar and no summary (problems are still reported)")
     limits = re_.add_argument_group(
