@@ -217,3 +217,63 @@ def test_file_truncated_while_read(tmp_path, jobs):
     first = [r for r in whole if r["stream"] < inside]  # the streams inside the bytes kept: all there, in order
     assert first
     assert [{k: v for k, v in r.items() if k != "source"} for r in got[:len(first)]] == first
+
+
+# -- 4. FIFOs, devices and symlink loops ----------------------------------------------------------
+
+def _tree_with_traps(tmp_path):
+    """A capture tree with a FIFO named like a capture, a link to a file, and links back up."""
+    root = tmp_path / "captures"
+    (root / "day1").mkdir(parents=True)
+    (root / "day1" / "a.sse").write_bytes(one_call_body(1))
+    (root / "day1" / "b.sse.gz").write_bytes(gzip.compress(one_call_body(2)))
+    os.mkfifo(root / "day1" / "live.sse")      # a gateway's tap: nobody writes to it
+    os.symlink(root / "day1" / "a.sse", root / "latest.sse")
+    os.symlink(".", root / "day1" / "again")   # a link to its own directory
+    os.symlink("..", root / "day1" / "up")     # and one to its parent: two loops
+    return root
+
+
+@pytest.mark.parametrize("how", ["directory", "glob"])
+def test_walking_takes_each_regular_file_once(tmp_path, how):
+    root = _tree_with_traps(tmp_path)
+    target = str(root) if how == "directory" else str(root / "**" / "*.sse*")
+    proc = cli(target, "-j", "2", timeout=30)  # a FIFO opened, or the loops followed, never end
+    assert proc.returncode == 0, proc.stderr
+    got = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert sorted(r["id"] for r in got) == ["call_1", "call_2"]
+
+
+def test_dedupe_and_order_of_walked_files(tmp_path):
+    root = _tree_with_traps(tmp_path)
+    sources = [s for s, p in callstitch._sources.expand([str(root), str(root / "day1" / "a.sse")]) if p is None]
+    assert sources == [str(root / "latest.sse"), str(root / "day1" / "b.sse.gz")]
+    # A file named twice is read once; a FIFO found by a glob is not opened.
+    globbed = [s for s, p in callstitch._sources.expand([str(root / "day1" / "*.sse")]) if p is None]
+    assert globbed == [str(root / "day1" / "a.sse")]
+
+
+def test_named_pipe_on_the_command_line_is_read(tmp_path):
+    # callstitch reassemble <(zcat day.sse.gz): the shell passes /dev/fd/N, a pipe.
+    data = gzip.compress(b"".join(one_call_body(i) for i in range(30)))
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", f"/dev/fd/{read_end}", "-j", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(read_end,))
+    os.close(read_end)
+    with os.fdopen(write_end, "wb") as pipe:
+        pipe.write(data)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert [orjson.loads(line)["id"] for line in out.splitlines()] == [f"call_{i}" for i in range(30)]
+
+
+def test_named_fifo_on_the_command_line_is_read(tmp_path):
+    fifo = tmp_path / "tap.sse"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", str(fifo), "-j", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(fifo, "wb") as pipe:  # opens once the CLI opens its end
+        pipe.write(b"".join(one_call_body(i) for i in range(5)))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert [orjson.loads(line)["id"] for line in out.splitlines()] == [f"call_{i}" for i in range(5)]

@@ -20,6 +20,7 @@ import io
 import itertools
 import os
 import re
+import stat
 from array import array
 from collections import Counter, deque
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -793,10 +794,14 @@ class Batch:
                 yield "local", Task(path, kind, self._format, None, self._field, 0, None, 0, limits=self._limits)
                 continue
             try:
-                size = os.stat(path).st_size
+                st = os.stat(path)
             except OSError as exc:
                 yield "problem", (path, Problem("unreadable", exc.strerror or str(exc)))
                 continue
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device named explicitly: this process reads it
+                yield "local", Task(path, kind, self._format, None, self._field, 0, None, 0, limits=self._limits)
+                continue
+            size = st.st_size
             self.summary.bytes_known += size
             if size <= RANGE or kind == "har":
                 yield "task", Task(path, kind, self._format, None, self._field, 0, None, size, limits=self._limits,

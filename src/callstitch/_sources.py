@@ -7,9 +7,12 @@ xz and zstandard (with the ``zstandard`` package). Every reader decompresses as 
 from __future__ import annotations
 
 import bz2
+import fnmatch
+import functools
 import glob
 import lzma
 import os
+import stat
 import zlib
 from typing import Any, BinaryIO, Callable, Iterator
 
@@ -68,34 +71,117 @@ def _walked(path: str) -> bool:
 def expand(inputs: list[str]) -> Iterator[tuple[str, Problem | None]]:
     """Yield (source, problem) for each input: files, directories (recursively), globs and '-'.
 
-    A directory contributes its files with a body-like name, in sorted order; a glob its
-    matches, sorted. An input that names nothing yields a problem instead of a source.
+    A directory contributes its regular files with a body-like name, in sorted order; a glob
+    its matches, sorted. Walking never follows a symbolic link to a directory and never opens
+    what is not a regular file (a FIFO would block it for good); a file met twice, under any
+    name, is read once. What is named on the command line is read whatever it is (a FIFO such
+    as ``<(zcat day.gz)``, /dev/stdin). An input that names nothing yields a problem instead.
     """
+    seen: set = set()  # (st_dev, st_ino) of every regular file yielded
     for item in inputs:
         if item == STDIN:
             yield STDIN, None
         elif os.path.isdir(item):
-            found = False
-            for root, dirs, files in os.walk(item):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    path = os.path.join(root, name)
-                    if _walked(path):
-                        found = True
-                        yield path, None
-            if not found:
-                yield item, Problem("input", "directory holds no captured responses")
+            yield from _walk(item, seen)
         elif os.path.exists(item) or not glob.has_magic(item):
-            yield item, None  # opened later: a missing file is reported with its error
+            if _first_time(item, seen, named=True):  # a missing file is reported when it is opened
+                yield item, None
         else:
-            matches = sorted(glob.glob(item, recursive=True))
+            matches = _glob(item)
             if not matches:
                 yield item, Problem("input", "no file matches this pattern")
             for path in matches:
                 if os.path.isdir(path):
-                    yield from expand([path])
-                else:
+                    yield from _walk(path, seen)
+                elif _first_time(path, seen, named=False):
                     yield path, None
+
+
+def _first_time(path: str, seen: set, named: bool) -> bool | None:
+    """Tell whether path is to be read: True for a regular file not met before, False for one met
+    before, None for what is not a regular file (True when it was named: it is read as a stream)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True  # a dangling link, say: opening it reports why
+    if not stat.S_ISREG(st.st_mode):
+        return True if named else None
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def _walk(root: str, seen: set) -> Iterator[tuple[str, Problem | None]]:
+    """Yield the capture files under root: each directory's files, sorted, then its subdirectories."""
+    found = False
+    todo = [root]
+    while todo:
+        top = todo.pop()
+        try:
+            with os.scandir(top) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            yield top, Problem("unreadable", f"cannot list the directory: {exc.strerror or exc}")
+            continue
+        subdirs = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                subdirs.append(entry.path)
+            elif _walked(entry.path) and not _is_dir_link(entry):
+                new = _first_time(entry.path, seen, named=False)
+                found = found or new is not None
+                if new:
+                    yield entry.path, None
+        todo.extend(reversed(subdirs))  # depth first, in sorted order
+    if not found:
+        yield root, Problem("input", "directory holds no captured responses")
+
+
+def _is_dir_link(entry: os.DirEntry) -> bool:
+    return entry.is_symlink() and entry.is_dir()
+
+
+def _glob(pattern: str) -> list[str]:
+    """Return the sorted matches of a glob pattern, '**' matching any depth of real directories.
+
+    The standard glob follows symbolic links to directories under '**': one link to its own
+    directory repeats every file 40 times, two make the walk run forever.
+    """
+    parts = pattern.split(os.sep)
+    if "**" not in parts:
+        return sorted(glob.glob(pattern))
+    fixed = 0
+    while fixed < len(parts) and not glob.has_magic(parts[fixed]):
+        fixed += 1
+    base = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else "")
+    wanted = tuple(parts[fixed:])
+    matches = []
+    for dirpath, dirnames, filenames in os.walk(base or os.curdir):  # never into linked directories
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        rel = os.path.relpath(dirpath, base or os.curdir)
+        names = () if rel == os.curdir else tuple(rel.split(os.sep))
+        for name in dirnames + filenames:
+            if _matches(wanted, names + (name,)):
+                matches.append(os.path.join(base, *names, name) if base else os.path.join(*names, name))
+    return sorted(matches)
+
+
+def _matches(pattern: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    """Tell whether path components match pattern components ('**': zero or more components)."""
+    @functools.lru_cache(maxsize=None)
+    def match(i: int, j: int) -> bool:
+        if i == len(pattern):
+            return j == len(names)
+        if pattern[i] == "**":
+            return match(i + 1, j) or (j < len(names) and not names[j].startswith(".") and match(i, j + 1))
+        if j == len(names) or (names[j].startswith(".") and not pattern[i].startswith(".")):
+            return False
+        return fnmatch.fnmatchcase(names[j], pattern[i]) and match(i + 1, j + 1)
+    return match(0, 0)
 
 
 DECOMPRESSION_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, lzma.LZMAError, ValueError,
@@ -387,9 +473,10 @@ def wrap(raw: BinaryIO, compression: str | None) -> BinaryIO:
 class _Peeked:
     """A reader that first gives back the bytes already read to sniff it."""
 
-    def __init__(self, head: bytes, raw: BinaryIO) -> None:
+    def __init__(self, head: bytes, raw: BinaryIO, owned: bool = False) -> None:
         self._head = head
         self._raw = raw
+        self._owned = owned  # close raw too (a FIFO opened here; never standard input)
 
     def read(self, n: int = -1) -> bytes:
         head = self._head
@@ -406,7 +493,8 @@ class _Peeked:
         return True
 
     def close(self) -> None:
-        pass
+        if self._owned:
+            self._raw.close()
 
 
 def open_source(path: str) -> tuple[BinaryIO, str | None, BinaryIO]:
@@ -430,6 +518,9 @@ def open_source(path: str) -> tuple[BinaryIO, str | None, BinaryIO]:
     except OSError as exc:
         raw.close()
         raise Problem("unreadable", exc.strerror or str(exc)) from None
-    raw.seek(0)
     compression = sniff_compression(head)
+    if not raw.seekable():  # a FIFO or a device named on the command line: read as a stream
+        peeked = _Peeked(head, raw, owned=True)
+        return wrap(peeked, compression), compression, peeked  # type: ignore[arg-type]
+    raw.seek(0)
     return wrap(raw, compression), compression, raw
