@@ -7,6 +7,7 @@ All of it for real: `python -m callstitch reassemble` in a subprocess, workers k
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import subprocess
@@ -206,3 +207,58 @@ def test_output_format_from_the_suffix(tmp_path):
     assert proc.returncode == 2
     assert "cannot write gz" in proc.stderr.decode() and "--output-format" in proc.stderr.decode()
     assert not (tmp_path / "calls.jsonl.gz").exists()
+
+
+def _gateway_log(tmp_path, name: str = "gateway.jsonl", lines: int = 30) -> tuple[str, list[bytes]]:
+    bodies = [b for b, _ in workload.responses(lines, seed=4)]
+    text = b"".join(orjson.dumps({"ts": i, "request": {"model": "gpt-4o"},
+                                  "response": {"status": 200, "body": b.decode()}}) + b"\n"
+                    for i, b in enumerate(bodies))
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    return str(path), bodies
+
+
+@pytest.mark.parametrize("name", ["gateway.jsonl", "gateway.jsonl.gz"])
+def test_a_log_read_without_field_is_named_once(tmp_path, name):
+    path, _ = _gateway_log(tmp_path, name)
+    proc = cli(path)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1
+    assert "unexpected shape" not in err
+    (line,) = [x for x in err.splitlines() if x.startswith(f"callstitch: {path}")]
+    assert line == (f"callstitch: {path} (byte 0): looks like a log (JSON lines, a captured response in each), "
+                    "not a response body: read it with --field response.body (from Python: field='response.body'); "
+                    "the file was not read")
+    assert proc.stdout == b""
+    good = cli(path, "--field", "response.body")
+    assert good.returncode == 0 and len(records(good)) > 30
+
+
+def test_a_log_of_chunk_lists_names_its_field(tmp_path):
+    body = open(os.path.join(os.path.dirname(__file__), "fixtures", "captures",
+                             "openai__openai-python__chat-single-tool.sse"), "rb").read()
+    chunks = [orjson.loads(e[6:]) for e in body.split(b"\n\n") if e.startswith(b"data: {")]
+    path = tmp_path / "sdk.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"session": i, "events": {"chunks": chunks}}) + b"\n" for i in range(3)))
+    err = cli(str(path)).stderr.decode()
+    assert "read it with --field events.chunks" in err and "unexpected shape" not in err
+
+
+def test_a_wrong_field_says_where_the_body_is(tmp_path):
+    path, _ = _gateway_log(tmp_path)
+    proc = cli(path, "--field", "body")
+    err = proc.stderr.decode()
+    assert proc.returncode == 1
+    assert f"{path} (line 1, byte 0): no body: the line has no 'body' (a body is at 'response.body': " \
+           "--field response.body?)" in err
+
+
+def test_ndjson_bodies_are_still_bodies(tmp_path):
+    # An Ollama stream and a chunk-per-line OpenAI body also start with "{": they are read, not refused.
+    ollama = b"".join(b for b, _ in workload.format_responses("ollama", 3))
+    path = tmp_path / "ollama.ndjson"
+    path.write_bytes(ollama)
+    proc = cli(str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert len(records(proc)) > 0

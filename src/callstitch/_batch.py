@@ -108,6 +108,7 @@ class _Collector:
         self.incomplete = 0
         self.nbytes = 0
         self.unit = "stream"
+        self.hint: str | None = None  # where a log line's body seems to be, once a --field missed it
 
     def problem(self, stream: int | None, offset: int | None, kind: str, message: str) -> None:
         self.errors[kind] += 1
@@ -212,8 +213,12 @@ def run_task(task: Task) -> Outcome:
         kind = task.kind
         if kind.startswith("auto"):
             head = _peek(reader)
+            if task.field is None and head.lstrip()[:1] == b"{":
+                head = _peek_line(reader, head)  # enough to tell a log from an NDJSON body
             reader = _Prefixed(head, reader)
             kind = _container(kind, head, task.field)
+            if kind == "body" and task.field is None:
+                _refuse_log(head)
         if kind == "har":
             _har(task, reader, out)
         elif kind == "jsonl":
@@ -275,6 +280,66 @@ def _peek(reader: Any) -> bytes:
         return reader.read(4096)
     except DECOMPRESSION_ERRORS as exc:
         raise Problem("corrupt archive", f"cannot decompress: {exc}", 0) from None
+
+
+def _peek_line(reader: Any, head: bytes) -> bytes:
+    """Return head and what follows it up to the end of the first line (at most PROBE[-1] bytes)."""
+    parts = [head]
+    size = len(head)
+    while b"\n" not in parts[-1] and size < PROBE[-1]:
+        more = _Reads(reader, size, None).read(65536)
+        if not more:
+            break
+        parts.append(more)
+        size += len(more)
+    return b"".join(parts)
+
+
+def _refuse_log(head: bytes) -> None:
+    """Raise a Problem if a file read as a body is plainly a JSON lines log (its body at some path)."""
+    try:
+        first = orjson.loads(head.split(b"\n", 1)[0])
+    except orjson.JSONDecodeError:
+        return
+    if type(first) is not dict or _holds_body(first):
+        return  # a line of a stream (Ollama's, a chunk per line): a body indeed
+    path = _body_path(first)
+    if path is not None:
+        raise Problem("looks like a log", f"looks like a log (JSON lines, a captured response in each), not a "
+                                          f"response body: read it with --field {path} (from Python: field="
+                                          f"{path!r}); the file was not read", 0)
+
+
+def _holds_body(value: Any) -> bool:
+    """Tell whether value is a body of a known format: its text, a list of its chunks, or one chunk."""
+    acc = Accumulator(format="auto")
+    try:
+        if type(value) is str:
+            acc.feed(value[:PROBE[0]].encode("utf-8", "surrogatepass"))
+        elif type(value) is list and value and type(value[0]) is dict:
+            acc.feed_chunk(value[0])
+        elif type(value) is dict:
+            acc.feed_chunk(value)
+        else:
+            return False
+    except (TypeError, ValueError):
+        return False
+    return acc.finalize().format != "auto"
+
+
+def _body_path(obj: dict, depth: int = 6) -> str | None:
+    """Return the shallowest dotted path in a log line that holds a body, or None."""
+    queue: deque = deque(((str(k),), v) for k, v in obj.items())
+    while queue:
+        path, value = queue.popleft()
+        if _holds_body(value):
+            return ".".join(path)
+        if len(path) < depth:
+            if type(value) is dict:
+                queue.extend(((*path, str(k)), v) for k, v in value.items())
+            elif type(value) is list:
+                queue.extend(((*path, str(i)), v) for i, v in enumerate(value[:4]))
+    return None
 
 
 class _Prefixed:
@@ -637,7 +702,10 @@ def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fm
         return
     body = _get(obj, field) if field else obj
     if body is None:
-        out.problem(line_no, offset, "no body", f"the line has no {'.'.join(field)!r}")
+        if out.hint is None and type(obj) is dict:  # worked out once: a wrong --field fails every line
+            path = _body_path(obj)
+            out.hint = f" (a body is at {path!r}: --field {path}?)" if path else ""
+        out.problem(line_no, offset, "no body", f"the line has no {'.'.join(field)!r}{out.hint or ''}")
         return
     acc = Accumulator(format=fmt, limits=out.limits)
     try:
