@@ -277,3 +277,69 @@ def test_named_fifo_on_the_command_line_is_read(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert [orjson.loads(line)["id"] for line in out.splitlines()] == [f"call_{i}" for i in range(5)]
+
+
+# -- 6. a log line past the limit -----------------------------------------------------------------
+
+def _log_with_a_long_line(path, long_bytes: int) -> list[bytes]:
+    """Write a log: a good line, one of long_bytes, two good lines; return the good bodies."""
+    good = [one_call_body(i) for i in range(3)]
+    with open(path, "wb") as f:
+        f.write(orjson.dumps({"body": good[0].decode()}) + b"\n")
+        f.write(b'{"body": "data: ' + b"x" * long_bytes + b'"}\n')
+        f.write(orjson.dumps({"body": good[1].decode()}) + b"\n")
+        f.write(orjson.dumps({"body": good[2].decode()}))  # the last line has no newline
+    return good
+
+
+def test_an_over_limit_log_line_is_dropped_as_it_streams(twin, tmp_path, monkeypatch):
+    import tracemalloc
+    path = tmp_path / "log.jsonl"
+    _log_with_a_long_line(path, 40 << 20)
+    monkeypatch.setattr(_batch, "BLOCK", 1 << 20)
+    problems: list = []
+    tracemalloc.start()
+    try:
+        got = list(callstitch.reassemble_many([str(path)], field="body", limits=callstitch.Limits(event_bytes=1 << 20),
+                                              on_problem=lambda *a: problems.append(a)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Held: a block or two and the limit, not the 40 MiB line (nor the copies of it, block by block).
+    assert peak < 8 << 20, peak
+    assert [(r["stream"], r["id"]) for r in got] == [(0, "call_0"), (2, "call_1"), (3, "call_2")]
+    first = len(orjson.dumps({"body": one_call_body(0).decode()})) + 1
+    assert problems == [(str(path), "line", 1, first, "limit",
+                         "Limits.event_bytes (1 MiB) exceeded by a log line; the log line is dropped")]
+
+
+def _peak_rss_mb(*args: str) -> tuple[int, float, bytes]:
+    """Run the CLI in a child; return (exit status, peak RSS in MB of its processes, stderr)."""
+    wrapper = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+               "stderr=subprocess.PIPE); sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+               " + ' ' + str(p.returncode) + '\\n'); sys.stdout.flush(); sys.stdout.buffer.write(p.stderr)")
+    out = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "callstitch", "reassemble", *args],
+                         capture_output=True, timeout=300, check=True).stdout
+    head, err = out.split(b"\n", 1)
+    rss, rc = head.split()
+    return int(rc), int(rss) / 1024, err
+
+
+def test_a_quarter_gigabyte_log_line_through_the_cli(tmp_path):
+    # 256 MiB of line in a 250 KB gzip: the old reader joined it block by block (quadratic) and held
+    # it whole before the 64 MiB event_bytes limit could see it.
+    path = tmp_path / "log.jsonl.gz"
+    good = [one_call_body(i) for i in range(2)]
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        f.write(orjson.dumps({"body": good[0].decode()}) + b"\n")
+        f.write(b'{"body": "data: ')
+        for _ in range(256):
+            f.write(b"x" * (1 << 20))
+        f.write(b'"}\n')
+        f.write(orjson.dumps({"body": good[1].decode()}) + b"\n")
+    rc, rss, err = _peak_rss_mb(str(path), "--field", "body", "-j", "1")
+    assert rss < 200, rss  # the limit (64 MiB) and a base; the old reader peaked at 1.5 GB
+    assert rc == 1, err
+    assert f"{path} (line 2, byte ".encode() in err
+    assert b"limit: Limits.event_bytes (64 MiB) exceeded by a log line; the log line is dropped" in err
+    assert b"2 calls" in err

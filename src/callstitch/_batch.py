@@ -31,7 +31,7 @@ from . import _ollama
 from ._accumulator import Accumulator
 from ._dispatch import check_format
 from ._framing import EVENTSTREAM, SSE, choose
-from ._limits import Limits
+from ._limits import Limits, as_numbers, line_dropped
 from ._sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
                        sniff_compression)
 from ._split import SPLITTABLE, Splitter
@@ -661,37 +661,93 @@ def _jsonl(task: Task, reader: Any, raw: Any, compression: str | None, out: _Col
         end = _next_line(raw, end)
         raw.seek(start)
     reads = _Reads(reader, start, end)
-    field = task.field or ()
-    fmt = task.format
-    line_no = 0
-    offset = start
-    tail = b""
+    lines = _Lines(task, start, out)
     while True:
         try:
             data = reads.read(BLOCK)
         except Problem as exc:
-            out.problem(line_no, exc.position, exc.kind, exc.message)
+            out.problem(lines.number, exc.position, exc.kind, exc.message)
             data = b""
         out.nbytes += len(data)
-        if data:
-            buf = tail + data if tail else data
-            cut = buf.rfind(b"\n")
-            if cut < 0:
-                tail = buf
-                continue
-            lines = buf[:cut].split(b"\n")
-            tail = buf[cut + 1:]
-        else:
-            lines = [tail] if tail else []
-            tail = b""
-        for line in lines:
-            if _CONTENT.search(line):
-                _log_line(line, line_no, offset, field, fmt, out)
-            offset += len(line) + 1
-            line_no += 1
         if not data:
             break
-    out.span = line_no
+        lines.take(data)
+    lines.end()
+    out.span = lines.number
+
+
+class _Lines:
+    """Cut a log into lines as its blocks come, each line handed to _log_line once whole.
+
+    A line that spans blocks is held as a list of pieces, joined once (no copy per block), and
+    dropped as soon as it passes Limits.event_bytes: its later pieces are not kept at all.
+    """
+
+    def __init__(self, task: Task, start: int, out: _Collector) -> None:
+        self.field = task.field or ()
+        self.format = task.format
+        self.limit = as_numbers(task.limits)[4]
+        self.out = out
+        self.number = 0          # the line in progress
+        self.offset = start      # where it starts
+        self.pieces: list = []   # its bytes so far
+        self.held = 0            # how many
+        self.dropped = False     # it went past the limit
+
+    def take(self, data: bytes) -> None:
+        """Take the next block."""
+        first = data.find(b"\n")
+        if first < 0:
+            self._grow(data)
+            return
+        self._grow(data[:first])
+        self._finish(1)
+        last = data.rfind(b"\n")
+        if last > first:
+            for line in data[first + 1:last].split(b"\n"):
+                self._grow(line)
+                self._finish(1)
+        if last + 1 < len(data):
+            self._grow(data[last + 1:])
+
+    def end(self) -> None:
+        """Finish the last line (one without a newline)."""
+        if self.pieces or self.dropped:
+            self._finish(0)
+
+    def _grow(self, piece: bytes) -> None:
+        if self.dropped or not piece:
+            self.held += len(piece)
+            return
+        self.held += len(piece)
+        if self.held > self.limit:
+            self.dropped = True
+            self.pieces = []
+            line_dropped(_Report(self.out, self.number), self.limit, self.offset, "log line")
+            return
+        self.pieces.append(piece)
+
+    def _finish(self, newline: int) -> None:
+        if not self.dropped and self.pieces:
+            line = self.pieces[0] if len(self.pieces) == 1 else b"".join(self.pieces)
+            if _CONTENT.search(line):
+                _log_line(line, self.number, self.offset, self.field, self.format, self.out)
+        self.offset += self.held + newline
+        self.number += 1
+        self.pieces = []
+        self.held = 0
+        self.dropped = False
+
+
+class _Report:
+    """What the limits' messages are recorded on: a stream of a task's collector."""
+
+    def __init__(self, out: _Collector, stream: int) -> None:
+        self.out = out
+        self.stream = stream
+
+    def error(self, kind: str, message: str, offset: int | None) -> None:
+        self.out.problem(self.stream, offset, kind, message)
 
 
 def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fmt: str, out: _Collector) -> None:
