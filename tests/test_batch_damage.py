@@ -313,13 +313,13 @@ def test_an_over_limit_log_line_is_dropped_as_it_streams(twin, tmp_path, monkeyp
                          "Limits.event_bytes (1 MiB) exceeded by a log line; the log line is dropped")]
 
 
-def _peak_rss_mb(*args: str) -> tuple[int, float, bytes]:
+def _peak_rss_mb(*args: str, env: dict | None = None) -> tuple[int, float, bytes]:
     """Run the CLI in a child; return (exit status, peak RSS in MB of its processes, stderr)."""
     wrapper = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
                "stderr=subprocess.PIPE); sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
                " + ' ' + str(p.returncode) + '\\n'); sys.stdout.flush(); sys.stdout.buffer.write(p.stderr)")
     out = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "callstitch", "reassemble", *args],
-                         capture_output=True, timeout=300, check=True).stdout
+                         capture_output=True, timeout=300, check=True, env={**os.environ, **(env or {})}).stdout
     head, err = out.split(b"\n", 1)
     rss, rc = head.split()
     return int(rc), int(rss) / 1024, err
@@ -343,3 +343,34 @@ def test_a_quarter_gigabyte_log_line_through_the_cli(tmp_path):
     assert f"{path} (line 2, byte ".encode() in err
     assert b"limit: Limits.event_bytes (64 MiB) exceeded by a log line; the log line is dropped" in err
     assert b"2 calls" in err
+
+
+# -- 7. memory of the CLI with a large call -------------------------------------------------------
+
+def big_call_body(size: int, fragment: int = 4096) -> tuple[bytes, int]:
+    """Return an OpenAI chat response with one call of about size argument bytes (ASCII code), and its size."""
+    unit = 'def handler(event, context):\n    return {"status": 200, "body": event["x"]}  # tab\there\n' * 64
+    text = unit * (size // len(unit) + 1)
+    args = orjson.dumps({"path": "handler.py", "content": text[:size]}).decode()
+    events = [{"index": 0, "id": "call_big", "type": "function", "function": {"name": "write_file", "arguments": ""}}]
+    events += [{"index": 0, "function": {"arguments": args[i:i + fragment]}} for i in range(0, len(args), fragment)]
+    body = b"".join(b"data: " + orjson.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [e]}}]}) + b"\n\n"
+                    for e in events)
+    return body + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n', \
+        len(args)
+
+
+@pytest.mark.parametrize("twin_name", ["c", "py"])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_cli_memory_is_bounded_by_four_times_the_largest_call(tmp_path, twin_name, jobs):
+    # The raw bytes, the parsed arguments and the record's line are each about the call's size;
+    # the record was then copied twice more to put its source in front (6x: 205 MB for this call).
+    body, size = big_call_body(30 << 20)
+    path = tmp_path / "big.sse"
+    path.write_bytes(body)
+    env = {"CALLSTITCH_NO_EXTENSIONS": "1"} if twin_name == "py" else {}
+    rc, rss, err = _peak_rss_mb(str(path), "-j", jobs, "--max-call-bytes", "0", "--max-stream-bytes", "0", env=env)
+    assert rc == 0, err
+    assert b"1 call" in err
+    base = 40  # MB: the interpreter, orjson, callstitch and a block
+    assert rss <= 4 * size / 2**20 + base, (rss, size)

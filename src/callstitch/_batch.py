@@ -137,7 +137,8 @@ class _Collector:
             lines = [_json_line(call.to_dict()) for call in calls]
         if self.prefix is not None:
             head = self.prefix + str(stream).encode() + b","
-            parts.extend([head + line[1:] for line in lines])
+            for line in lines:  # a view, not a copy: a call's line may be as large as the call
+                parts += (head, memoryview(line)[1:])
         else:
             parts.extend(lines)
             self.marks.extend([stream] * len(lines))
@@ -1032,14 +1033,22 @@ class Batch:
             if type(lines) is tuple:
                 marks, ends, blob = lines
                 if marks:  # each line gets the source and its stream's number in the whole source
-                    starts = itertools.chain((0,), ends)
-                    yield b"".join([prefix + str(base + n).encode() + b"," + blob[a + 1:b]
-                                    for n, a, b in zip(marks, starts, ends)])
+                    yield _prefixed(prefix, base, marks, ends, blob)
             elif lines:
                 yield lines
             base += o.span
             if self._on_progress is not None:
                 self._on_progress(s)
+
+
+def _prefixed(prefix: bytes, base: int, marks: array, ends: array, blob: bytes) -> bytes:
+    """Return a range task's lines, each with its source and its stream's number in the whole source."""
+    view = memoryview(blob)  # slices of it are views: one copy of the lines in all, the join
+    parts = []
+    starts = itertools.chain((0,), ends)
+    for n, a, b in zip(marks, starts, ends):
+        parts += (prefix, b"%d," % (base + n), view[a + 1:b])
+    return b"".join(parts)
 
 
 def _without(o: Outcome, kind: str) -> Outcome:
