@@ -34,7 +34,7 @@ from ._framing import EVENTSTREAM, SSE, choose
 from ._limits import Limits, as_numbers, line_dropped
 from ._sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
                        sniff_compression)
-from ._split import SPLITTABLE, Splitter
+from ._split import SPLITTABLE, Splitter, _prelude_ok
 
 __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
 
@@ -53,8 +53,9 @@ CONTAINERS = ("auto", "body", "jsonl", "har")
 _CONTENT = re.compile(rb"[^ \t\r\n]")
 _HAR_HEAD = re.compile(rb'\s*\{\s*"log"\s*:')
 # How a response body starts and a JSON lines log never does: an SSE field or comment line, or
-# the zero byte of an AWS event-stream prelude. (Ollama's NDJSON body starts like a log: "{".)
-_BODY_HEAD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*(?:(?:data|event|id|retry)?:|\x00)")
+# an AWS event-stream prelude (checked by its CRC: a log's damaged first line may hold zero bytes
+# too). (Ollama's NDJSON body starts like a log: "{".)
+_BODY_HEAD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*(?:data|event|id|retry)?:")
 _STREAM_MIME = ("event-stream", "ndjson", "eventstream", "jsonl", "x-amz-json")
 
 
@@ -261,9 +262,15 @@ def _container(kind: str, head: bytes, field: tuple[str, ...] | None) -> str:
     """Return what a file left to its first bytes holds ("auto", or "auto-jsonl" with a --field)."""
     if _HAR_HEAD.match(head):
         return "har"
-    if kind == "auto-jsonl" and not _BODY_HEAD.match(head) and not _ollama_body(head, field):
+    if (kind == "auto-jsonl" and not _BODY_HEAD.match(head) and not _prelude(head)
+            and not _ollama_body(head, field)):
         return "jsonl"  # with a --field, a log: unless the file plainly is a response body
     return "body"
+
+
+def _prelude(head: bytes) -> bool:
+    """Tell whether a file starts with an AWS event-stream message prelude (lengths and their CRC)."""
+    return len(head) >= 12 and head[0] == 0 and _prelude_ok(head, 0)
 
 
 def _ollama_body(head: bytes, field: tuple[str, ...] | None) -> bool:
@@ -353,6 +360,8 @@ class _Prefixed:
     def read(self, n: int) -> bytes:
         if self._head:
             head, self._head = self._head[:n], self._head[n:]
+            if len(head) < n:  # filled up: format detection needs what it asks for, not just the peek
+                return head + self._reader.read(n - len(head))
             return head
         return self._reader.read(n)
 
