@@ -9,13 +9,11 @@ records. Run it (see fuzz/README.md):
     python fuzz/fuzz_batch.py fuzz/corpus-batch fuzz/seeds -max_total_time=600
 """
 
-import atexit
 import base64
 import bz2
 import gzip
 import lzma
 import os
-import shutil
 import sys
 import tempfile
 
@@ -34,8 +32,8 @@ import orjson
 
 CONTAINERS = ("plain", "gzip", "bzip2", "xz", "zstd", "har", "jsonl")
 LIMITS = callstitch.Limits(call_bytes=4096, stream_bytes=16384, calls=16, choices=4, event_bytes=2048)
-WORKDIR = tempfile.mkdtemp(prefix="callstitch-fuzz-batch-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-atexit.register(shutil.rmtree, WORKDIR, True)
+# Each input's file goes to a directory made and removed for it (libFuzzer's exit runs no atexit).
+TMP = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def pack(container, body):
@@ -86,9 +84,15 @@ def test_one_input(data):
         for w in where:
             buf[w % len(buf)] ^= 0x5A
         blob = bytes(buf)
-    path = os.path.join(WORKDIR, name)
-    with open(path, "wb") as f:
-        f.write(blob)
+    with tempfile.TemporaryDirectory(prefix="callstitch-fuzz-batch-", dir=TMP) as workdir:
+        path = os.path.join(workdir, name)
+        with open(path, "wb") as f:
+            f.write(blob)
+        check(container, path, field, range_bytes, limits)
+
+
+def check(container, path, field, range_bytes, limits):
+    """Read one file on both twins, whole and in range tasks; raise on any difference."""
     saved = _batch.Accumulator, _batch.RANGE, _batch.LOOKBACK
     try:
         c = records(path, field, _accumulator_c, limits)
