@@ -365,6 +365,19 @@ class _Prefixed:
             return head
         return self._reader.read(n)
 
+    def readinto(self, view: Any) -> int:
+        """Fill view straight from the reader once the head is given back (no copy in between)."""
+        if self._head:
+            data = self.read(len(view))
+            view[:len(data)] = data
+            return len(data)
+        readinto = getattr(self._reader, "readinto", None)
+        if readinto is None:
+            data = self._reader.read(len(view))
+            view[:len(data)] = data
+            return len(data)
+        return readinto(view) or 0
+
     def close(self) -> None:
         self._reader.close()
 

@@ -213,7 +213,7 @@ class _GzipMember:
     before the damage is kept to within a few bytes.
     """
 
-    step = 4 << 20
+    step = 1 << 18
     SALVAGE = 64  # input bytes per call when decoding again up to the damage
 
     def __init__(self) -> None:
@@ -398,6 +398,23 @@ class Decompressed:
             problem, self._problem = self._problem, None
             raise problem
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def readinto(self, view: Any) -> int:
+        """Fill a writable buffer with decompressed bytes (no joined copy); return how many."""
+        want = len(view)
+        got = 0
+        step = getattr(self._decoder, "step", STEP)
+        while got < want:
+            chunk = self._next(min(want - got, step))
+            if not chunk:
+                break
+            view[got:got + len(chunk)] = chunk
+            got += len(chunk)
+            self.position += len(chunk)
+        if not got and self._problem is not None:
+            problem, self._problem = self._problem, None
+            raise problem
+        return got
 
     def readable(self) -> bool:
         return True
