@@ -48,6 +48,7 @@ RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20))
 LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
 PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
 MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
+BIG_LINE = 1 << 16       # a record line longer than this is kept as it is, not copied
 CONTAINERS = ("auto", "body", "jsonl", "har")
 
 _CONTENT = re.compile(rb"[^ \t\r\n]")
@@ -138,8 +139,11 @@ class _Collector:
             lines = [_json_line(call.to_dict()) for call in calls]
         if self.prefix is not None:
             head = self.prefix + str(stream).encode() + b","
-            for line in lines:  # a view, not a copy: a call's line may be as large as the call
-                parts += (head, memoryview(line)[1:])
+            for line in lines:
+                if len(line) > BIG_LINE:  # a view, not a copy: a call's line may be as large as the call
+                    parts += (head, memoryview(line)[1:])
+                else:  # a compact copy: orjson's buffer behind a small line is several times its size
+                    parts.append(head + line[1:])
         else:
             parts.extend(lines)
             self.marks.extend([stream] * len(lines))
