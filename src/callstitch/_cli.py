@@ -23,9 +23,11 @@ Read captured streamed LLM responses and print one JSON line per tool call:
 
 plus "raw_arguments" (the text as received) when the arguments did not parse.
 
-Inputs: files, directories (walked recursively; files named *.sse, *.txt, *.ndjson,
-*.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not),
-glob patterns (quote them: '**' recurses) and '-' for standard input (the default).
+Inputs: files, directories (walked recursively; regular files named *.sse, *.txt,
+*.ndjson, *.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not;
+links to directories are not followed, and a file met twice is read once), glob
+patterns (quote them: '**' recurses) and '-' for standard input (the default). A FIFO
+named explicitly is read as a stream: callstitch reassemble <(zcat day.sse.gz).
 A file may hold:
   - one response body, or several back to back: SSE, NDJSON, or the raw AWS event
     stream. Responses are cut at each one's terminator ([DONE], message_stop,
@@ -35,20 +37,23 @@ A file may hold:
     responses of a file from 0.
   - a JSONL log with one captured response per line (--field names where the body is;
     a string holding the raw body, or a list of chunk objects). "stream" is the
-    0-based line number.
+    0-based line number. Without --field, a log is reported once, naming the path
+    where its bodies are.
   - a HAR export: the event-stream / NDJSON / eventstream responses of its entries
     (base64 bodies too); other entries are skipped. "stream" is the entry's index.
 gzip, zstandard, bzip2 and xz files are read decompressed, recognised by their first
-bytes (zstandard needs `pip install 'callstitch[zstd]'`).
+bytes (zstandard needs `pip install 'callstitch[zstd]'`); a damaged or cut archive is
+read up to the damage, which is reported with its offset in the decompressed bytes.
 
 Work is spread over worker processes (-j); the output is the same, in the same order,
 whatever their number. Big files are read in blocks and cut into pieces at response
 boundaries, so memory stays bounded however large the input.
 
 Problems (an unreadable file, a corrupt archive, a line that is not JSON, a stream or
-call with errors) are reported on standard error with the source and position, and
-the run goes on. At the end a summary goes to standard error; a progress bar too,
-while it runs, when standard error is a terminal.
+call with errors, a file that shrinks while read, a worker process that dies) are
+reported on standard error with the source and position, and the run goes on. At
+the end a summary goes to standard error; a progress bar too, while it runs, when
+standard error is a terminal.
 
 Exit status: 0 when everything was clean, 1 when any input, stream or call had an
 error (or a worker process died), 2 on a usage error, 3 when the output could not be
