@@ -227,8 +227,9 @@ def test_jobs_write_the_same_bytes(workdir, monkeypatch_module, streams, range_b
     group, bodies = bodies_of(streams[0])
     if not group.endswith("/eventstream"):
         paths.append(write(workdir, "log.jsonl", jsonl(bodies * 4)))
+    # RANGE is the parent's (it plans the tasks); LOOKBACK stays as it is: workers from a fork
+    # server would not see a patched one, and ranges agree only for events shorter than it.
     monkeypatch_module.setattr(_batch, "RANGE", range_bytes)
-    monkeypatch_module.setattr(_batch, "LOOKBACK", 4096)
     one = b"".join(callstitch.reassemble_many(paths, field="response.body", jobs=1).chunks())
     two = b"".join(callstitch.reassemble_many(paths, field="response.body", jobs=2).chunks())
     assert one == two
