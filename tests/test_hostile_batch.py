@@ -75,6 +75,19 @@ def twin_accumulator(impl):
         _batch.Accumulator = saved
 
 
+@contextlib.contextmanager
+def patched(**values):
+    """Set module constants of _batch (RANGE, LOOKBACK) for a while."""
+    saved = {name: getattr(_batch, name) for name in values}
+    for name, value in values.items():
+        setattr(_batch, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(_batch, name, value)
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("hostile-batch")
@@ -219,7 +232,7 @@ def test_mangled_containers_never_raise(impl, workdir, streams, container, seed)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams=st.lists(stream_sets(), min_size=2, max_size=4), range_bytes=st.sampled_from([3000, 20000, 1 << 20]),
        compressed=st.booleans())
-def test_jobs_write_the_same_bytes(workdir, monkeypatch_module, streams, range_bytes, compressed):
+def test_jobs_write_the_same_bytes(workdir, streams, range_bytes, compressed):
     paths = []
     for group, bodies in map(bodies_of, streams):
         data = b"".join(bodies)
@@ -228,17 +241,11 @@ def test_jobs_write_the_same_bytes(workdir, monkeypatch_module, streams, range_b
     if not group.endswith("/eventstream"):
         paths.append(write(workdir, "log.jsonl", jsonl(bodies * 4)))
     # RANGE is the parent's (it plans the tasks); LOOKBACK stays as it is: workers from a fork
-    # server would not see a patched one, and ranges agree only for events shorter than it.
-    monkeypatch_module.setattr(_batch, "RANGE", range_bytes)
-    one = b"".join(callstitch.reassemble_many(paths, field="response.body", jobs=1).chunks())
-    two = b"".join(callstitch.reassemble_many(paths, field="response.body", jobs=2).chunks())
+    # server would not see a patched one.
+    with patched(RANGE=range_bytes):
+        one = b"".join(callstitch.reassemble_many(paths, field="response.body", jobs=1).chunks())
+        two = b"".join(callstitch.reassemble_many(paths, field="response.body", jobs=2).chunks())
     assert one == two
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as mp:
-        yield mp
 
 
 # -- hostile files, one by one ---------------------------------------------------------------------
@@ -345,3 +352,30 @@ def test_a_log_whose_first_line_holds_zero_bytes_is_still_a_log(impl, workdir):
                                 field="response.body")
     assert [p[2:5] for p in problems] == [(0, 0, "not JSON")]
     assert {r["stream"] for r in records} == {1, 2}
+
+
+@SETTINGS
+@given(streams=stream_sets(), range_bytes=st.sampled_from([500, 3000, 20000]), lookback=st.sampled_from([512, 4096]))
+def test_range_tasks_read_what_a_whole_read_does(workdir, streams, range_bytes, lookback):
+    # Whatever the cut into tasks, and however short the look back before each: the same records.
+    _, bodies = bodies_of(streams)
+    path = write(workdir, "b2b.bin", b"".join(bodies))
+    whole = run([path])
+    with patched(RANGE=range_bytes, LOOKBACK=lookback):
+        assert run([path]) == whole
+
+
+def test_a_terminating_event_longer_than_the_look_back_loses_nothing(workdir):
+    # Found by test_range_tasks_read_what_a_whole_read_does: a Responses stream's
+    # response.completed event repeats its whole output (here 400 KB). A task boundary inside it
+    # hid the cut before it from the next task (its scan starts LOOKBACK back); that task started
+    # at the next cut found, the one before saw its range end first and read nothing: the
+    # response after the long one was lost, in silence.
+    long_one = max(BODIES["openai-responses"], key=len)
+    bodies = [BODIES["openai-responses"][0], long_one, BODIES["openai-responses"][1]]
+    path = write(workdir, "responses.sse", b"".join(bodies))
+    whole = run([path])
+    with patched(RANGE=3000, LOOKBACK=4096):
+        ranged = run([path])
+    assert {r["stream"] for r in whole[0]} == {0, 1, 2}
+    assert ranged == whole

@@ -42,8 +42,8 @@ BLOCK = 4 << 20          # one read
 FEED = 1 << 18           # one feed of a read, when accumulators stop at their own terminator
 # A large plain file is cut into tasks of this many bytes, the last few smaller (so workers end
 # together), whatever the number of workers, so -j N writes what -j 1 writes. (The variable is
-# for tests and tuning. The cuts do not depend on it, except that a terminating event longer
-# than LOOKBACK lying across a task boundary is not seen as one there.)
+# for tests and tuning. The records do not depend on it: a terminating event longer than
+# LOOKBACK across a task boundary only moves that boundary to the next response's end.)
 RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20))
 LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
 PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
@@ -449,10 +449,6 @@ def _body(task: Task, reader: Any, raw: Any, compression: str | None, out: _Coll
     start = task.start
     if start:
         start = _first_cut(raw, start, make, framing)
-        if task.end is not None and start >= task.end:
-            return
-        raw.seek(start)
-        reads.position = start
     end = task.end
     if end is not None:
         f = open(task.source, "rb")
@@ -460,7 +456,16 @@ def _body(task: Task, reader: Any, raw: Any, compression: str | None, out: _Coll
             end = _first_cut(f, end, make, framing)
         finally:
             f.close()
+        # Compared with the end's cut, not the range's end: a terminating event longer than
+        # LOOKBACK across the end hides the cut before it from the next task, which then starts
+        # further on; this task reads up to there (compared with the range's end, it read
+        # nothing, and the responses in between were lost).
+        if start >= end:
+            return
         reads.limit = end
+    if start:
+        raw.seek(start)
+        reads.position = start
     acc_format = fmt if fmt != "auto" else task.format
     if acc_format == "openai-chat" and framing == SSE:
         # Read into one reused buffer, never memory-mapped: a file truncated while mapped kills the
