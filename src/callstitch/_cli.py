@@ -25,9 +25,11 @@ Read captured streamed LLM responses and print one JSON line per tool call:
 plus "raw_arguments" (the text as received) when the arguments did not parse,
 and "reason" with it when they are nested too deep (over 500 levels) to write.
 
-Inputs: files, directories (walked recursively; files named *.sse, *.txt, *.ndjson,
-*.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not),
-glob patterns (quote them: '**' recurses) and '-' for standard input (the default).
+Inputs: files, directories (walked recursively; regular files named *.sse, *.txt,
+*.ndjson, *.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not;
+links to directories are not followed, and a file met twice is read once), glob
+patterns (quote them: '**' recurses) and '-' for standard input (the default). A FIFO
+named explicitly is read as a stream: callstitch reassemble <(zcat day.sse.gz).
 A file may hold:
   - one response body, or several back to back: SSE, NDJSON, the raw AWS event
     stream, or a JSON array (Gemini without alt=sse). Responses are cut at each one's
@@ -37,23 +39,27 @@ A file may hold:
     responses of a file from 0.
   - a JSONL log with one captured response per line (--field names where the body is;
     a string holding the raw body, or a list of chunk objects). "stream" is the
-    0-based line number.
+    0-based line number. Without --field, a log is reported once, naming the path
+    where its bodies are.
   - a HAR export: the event-stream / NDJSON / eventstream responses of its entries
     (base64 bodies too); other entries are skipped. "stream" is the entry's index.
 gzip, zstandard, bzip2 and xz files are read decompressed, recognised by their first
-bytes (zstandard needs `pip install 'callstitch[zstd]'`).
+bytes (zstandard needs `pip install 'callstitch[zstd]'`); a damaged or cut archive is
+read up to the damage, which is reported with its offset in the decompressed bytes.
 
 Work is spread over worker processes (-j); the output is the same, in the same order,
 whatever their number. Big files are read in blocks and cut into pieces at response
 boundaries, so memory stays bounded however large the input.
 
 Problems (an unreadable file, a corrupt archive, a line that is not JSON, a stream or
-call with errors) are reported on standard error with the source and position, and
-the run goes on. At the end a summary goes to standard error; a progress bar too,
-while it runs, when standard error is a terminal.
+call with errors, a file that shrinks while read, a worker process that dies) are
+reported on standard error with the source and position, and the run goes on. At
+the end a summary goes to standard error; a progress bar too, while it runs, when
+standard error is a terminal.
 
 Exit status: 0 when everything was clean, 1 when any input, stream or call had an
-error, 2 on a usage error."""
+error (or a worker process died), 2 on a usage error, 3 when the output could not be
+written (a full disk, a directory that does not exist)."""
 
 _EPILOG = """\
 examples:
@@ -156,24 +162,90 @@ class _ParquetSink:
         self._writer.close()
 
 
+EXIT_OUTPUT = 3  # the output could not be written (1: the data had errors; 2: usage)
+
+_FORMAT_OF_SUFFIX = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".json": "jsonl",
+                     ".ndjson": "jsonl"}
+# Suffixes that promise something neither writer makes: JSON lines in them would mislead.
+_FOREIGN_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".bz2", ".xz", ".csv", ".tsv", ".arrow", ".feather",
+                     ".orc", ".avro", ".xlsx")
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """Return the output format: --output-format if given, else what -o's suffix says (jsonl by default).
+
+    Raises ValueError for a suffix that names a format callstitch does not write.
+    """
+    if args.output_format:
+        return args.output_format
+    suffix = os.path.splitext(args.output or "")[1].lower()
+    if suffix in _FORMAT_OF_SUFFIX:
+        return _FORMAT_OF_SUFFIX[suffix]
+    if suffix in _FOREIGN_SUFFIXES:
+        raise ValueError(f"cannot write {suffix[1:]} ({args.output!r}): name --output-format jsonl or parquet, "
+                         "or pick a .jsonl or .parquet name (compress the output with a pipe: | gzip > ...)")
+    return "jsonl"
+
+
+class _OutputError(Exception):
+    """The output could not be written."""
+
+
+def _guarded(fn: Any) -> Any:
+    """Wrap a write or close so that its failures (a full disk, say) tell themselves from the input's."""
+    def call(*a: Any) -> Any:
+        try:
+            return fn(*a)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputError(exc.strerror or str(exc)) from None
+    return call
+
+
+def _open_output(args: argparse.Namespace, fmt: str) -> tuple[Any, Any]:
+    """Return (write, close) for the output; raises ImportError (no pyarrow) or _OutputError."""
+    target: Any = args.output if args.output else sys.stdout.buffer
+    try:
+        if fmt == "parquet":
+            sink: Any = _ParquetSink(target)
+            return _guarded(sink.write), _guarded(sink.close)
+        out: BinaryIO = open(target, "wb") if args.output else target
+    except OSError as exc:
+        raise _OutputError(exc.strerror or str(exc)) from None
+    return _guarded(out.write), _guarded(out.close if args.output else out.flush)
+
+
+def _release_stdout() -> None:
+    """Point standard output at /dev/null, so that Python's flush at exit has nothing left to fail on."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def reassemble_command(args: argparse.Namespace) -> int:
     """Reassemble every input and write its calls; return the exit status."""
     err = sys.stderr
     quiet = args.quiet
+    where = repr(args.output) if args.output else "standard output"
+    try:
+        fmt = output_format(args)
+        write, close = _open_output(args, fmt)
+    except ValueError as exc:
+        err.write(f"callstitch: {exc}\n")
+        return 2
+    except ImportError:
+        err.write("callstitch: --output-format parquet needs pyarrow (pip install 'callstitch[parquet]')\n")
+        return 2
+    except _OutputError as exc:
+        err.write(f"callstitch: cannot write {where}: {exc}\n")
+        return EXIT_OUTPUT
     progress = Progress(err) if not quiet and err.isatty() else None
     batch = Batch(args.inputs or ["-"], format=args.format, field=args.field, jobs=args.jobs,
                   container=args.container, on_problem=_problem_printer(err),
                   on_progress=progress.update if progress is not None else None, limits=_limits(args))
-    if args.output_format == "parquet":
-        try:
-            sink: Any = _ParquetSink(args.output if args.output else sys.stdout.buffer)
-        except ImportError:
-            err.write("callstitch: --output-format parquet needs pyarrow (pip install 'callstitch[parquet]')\n")
-            return 2
-        write, close = sink.write, sink.close
-    else:
-        out: BinaryIO = open(args.output, "wb") if args.output else sys.stdout.buffer
-        write, close = out.write, (out.close if args.output else out.flush)
     started = time.perf_counter()
     try:
         for chunk in batch.chunks():
@@ -183,14 +255,13 @@ def reassemble_command(args: argparse.Namespace) -> int:
         close()
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): end quietly, and keep Python from complaining at exit.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except OSError:
-            pass
-        if progress is not None:
-            progress.close()
+        _release_stdout()
         return 0
+    except _OutputError as exc:
+        if not args.output:
+            _release_stdout()
+        err.write(f"callstitch: cannot write {where}: {exc}; the run is stopped\n")
+        return EXIT_OUTPUT
     finally:
         if progress is not None:
             progress.close()
@@ -260,8 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     re_.add_argument("-j", "--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
                      help="worker processes (default: all %(default)s cores; 0 also means all)")
     re_.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
-    re_.add_argument("--output-format", default="jsonl", choices=("jsonl", "parquet"),
-                     help="jsonl (default) or parquet (needs pyarrow; arguments as a JSON string column)")
+    re_.add_argument("--output-format", choices=("jsonl", "parquet"),
+                     help="jsonl or parquet (needs pyarrow; arguments as a JSON string column); default: "
+                          "from -o's suffix (.parquet: parquet; .jsonl, .json, .ndjson or other: jsonl)")
     re_.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar and no summary (problems are still reported)")
     limits = re_.add_argument_group(

@@ -18,9 +18,9 @@ from __future__ import annotations
 import base64
 import io
 import itertools
-import mmap
 import os
 import re
+import stat
 from array import array
 from collections import Counter, deque
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -31,11 +31,11 @@ from .._formats import ollama as _ollama
 from .._accumulator import Accumulator
 from .._formats.dispatch import check_format
 from .._wire.framing import EVENTSTREAM, SSE, choose
-from .._limits import Limits
+from .._limits import Limits, as_numbers, line_dropped
 from .._records import call_line, read_records
 from .sources import (DECOMPRESSION_ERRORS, STDIN, Problem, expand, inner_name, open_source,
-                       sniff_compression)
-from .split import SPLITTABLE, Splitter
+                      sniff_compression)
+from .split import SPLITTABLE, Splitter, _prelude_ok
 
 __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
 
@@ -43,19 +43,21 @@ BLOCK = 4 << 20          # one read
 FEED = 1 << 18           # one feed of a read, when accumulators stop at their own terminator
 # A large plain file is cut into tasks of this many bytes, the last few smaller (so workers end
 # together), whatever the number of workers, so -j N writes what -j 1 writes. (The variable is
-# for tests and tuning. The cuts do not depend on it, except that a terminating event longer
-# than LOOKBACK lying across a task boundary is not seen as one there.)
+# for tests and tuning. The records do not depend on it: a terminating event longer than
+# LOOKBACK across a task boundary only moves that boundary to the next response's end.)
 RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20))
 LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
 PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
 MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
+BIG_LINE = 1 << 16       # a record line longer than this is kept as it is, not copied
 CONTAINERS = ("auto", "body", "jsonl", "har")
 
 _CONTENT = re.compile(rb"[^ \t\r\n]")
 _HAR_HEAD = re.compile(rb'\s*\{\s*"log"\s*:')
 # How a response body starts and a JSON lines log never does: an SSE field or comment line, or
-# the zero byte of an AWS event-stream prelude. (Ollama's NDJSON body starts like a log: "{".)
-_BODY_HEAD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*(?:(?:data|event|id|retry)?:|\x00)")
+# an AWS event-stream prelude (checked by its CRC: a log's damaged first line may hold zero bytes
+# too). (Ollama's NDJSON body starts like a log: "{".)
+_BODY_HEAD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*(?:data|event|id|retry)?:")
 _STREAM_MIME = ("event-stream", "ndjson", "eventstream", "jsonl", "x-amz-json")
 
 
@@ -71,6 +73,7 @@ class Task(NamedTuple):
     end: int | None      # None: to the end of the source
     size: int            # on-disk bytes this task covers (for the progress bar)
     limits: Limits | None = None  # the accumulators' limits (None: the defaults)
+    planned: int | None = None    # the file's size when the work was planned (None: not a plain file)
 
 
 class Outcome(NamedTuple):
@@ -108,6 +111,7 @@ class _Collector:
         self.incomplete = 0
         self.nbytes = 0
         self.unit = "stream"
+        self.hint: str | None = None  # where a log line's body seems to be, once a --field missed it
 
     def problem(self, stream: int | None, offset: int | None, kind: str, message: str) -> None:
         self.errors[kind] += 1
@@ -142,7 +146,11 @@ class _Collector:
                                  f"tool call {call.id!r} ({call.name!r}): {reason}")
         if self.prefix is not None:
             head = self.prefix + str(stream).encode() + b","
-            parts.extend([head + line[1:] for line in lines])
+            for line in lines:
+                if len(line) > BIG_LINE:  # a view, not a copy: a call's line may be as large as the call
+                    parts += (head, memoryview(line)[1:])
+                else:  # a compact copy: orjson's buffer behind a small line is several times its size
+                    parts.append(head + line[1:])
         else:
             parts.extend(lines)
             self.marks.extend([stream] * len(lines))
@@ -212,8 +220,12 @@ def run_task(task: Task) -> Outcome:
         kind = task.kind
         if kind.startswith("auto"):
             head = _peek(reader)
+            if task.field is None and head.lstrip()[:1] == b"{":
+                head = _peek_line(reader, head)  # enough to tell a log from an NDJSON body
             reader = _Prefixed(head, reader)
             kind = _container(kind, head, task.field)
+            if kind == "body" and task.field is None:
+                _refuse_log(head)
         if kind == "har":
             _har(task, reader, out)
         elif kind == "jsonl":
@@ -223,6 +235,7 @@ def run_task(task: Task) -> Outcome:
     except Problem as exc:
         out.problem(None, exc.position, exc.kind, exc.message)
     finally:
+        _check_shrunk(task, raw, out)
         try:
             reader.close()
             if raw is not reader:
@@ -232,13 +245,37 @@ def run_task(task: Task) -> Outcome:
     return out.outcome(task.size)
 
 
+SHRANK = "file shrank"
+
+
+def _check_shrunk(task: Task, raw: Any, out: _Collector) -> None:
+    """Report a file that got shorter while this task read it (log rotation by copytruncate, say)."""
+    if task.planned is None:
+        return
+    try:
+        now = os.fstat(raw.fileno()).st_size
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return
+    end = task.planned if task.end is None else task.end
+    if now < end:
+        out.problem(None, now, SHRANK, f"file shrank from {task.planned} to {now} bytes while it was read "
+                                       "(truncated in place, as log rotation by copytruncate does); what lay "
+                                       f"past byte {now} and was not read yet is lost")
+
+
 def _container(kind: str, head: bytes, field: tuple[str, ...] | None) -> str:
     """Return what a file left to its first bytes holds ("auto", or "auto-jsonl" with a --field)."""
     if _HAR_HEAD.match(head):
         return "har"
-    if kind == "auto-jsonl" and not _BODY_HEAD.match(head) and not _ollama_body(head, field):
+    if (kind == "auto-jsonl" and not _BODY_HEAD.match(head) and not _prelude(head)
+            and not _ollama_body(head, field)):
         return "jsonl"  # with a --field, a log: unless the file plainly is a response body
     return "body"
+
+
+def _prelude(head: bytes) -> bool:
+    """Tell whether a file starts with an AWS event-stream message prelude (lengths and their CRC)."""
+    return len(head) >= 12 and head[0] == 0 and _prelude_ok(head, 0)
 
 
 def _ollama_body(head: bytes, field: tuple[str, ...] | None) -> bool:
@@ -258,6 +295,66 @@ def _peek(reader: Any) -> bytes:
         raise Problem("corrupt archive", f"cannot decompress: {exc}", 0) from None
 
 
+def _peek_line(reader: Any, head: bytes) -> bytes:
+    """Return head and what follows it up to the end of the first line (at most PROBE[-1] bytes)."""
+    parts = [head]
+    size = len(head)
+    while b"\n" not in parts[-1] and size < PROBE[-1]:
+        more = _Reads(reader, size, None).read(65536)
+        if not more:
+            break
+        parts.append(more)
+        size += len(more)
+    return b"".join(parts)
+
+
+def _refuse_log(head: bytes) -> None:
+    """Raise a Problem if a file read as a body is plainly a JSON lines log (its body at some path)."""
+    try:
+        first = orjson.loads(head.split(b"\n", 1)[0])
+    except orjson.JSONDecodeError:
+        return
+    if type(first) is not dict or _holds_body(first):
+        return  # a line of a stream (Ollama's, a chunk per line): a body indeed
+    path = _body_path(first)
+    if path is not None:
+        raise Problem("looks like a log", f"looks like a log (JSON lines, a captured response in each), not a "
+                                          f"response body: read it with --field {path} (from Python: field="
+                                          f"{path!r}); the file was not read", 0)
+
+
+def _holds_body(value: Any) -> bool:
+    """Tell whether value is a body of a known format: its text, a list of its chunks, or one chunk."""
+    acc = Accumulator(format="auto")
+    try:
+        if type(value) is str:
+            acc.feed(value[:PROBE[0]].encode("utf-8", "surrogatepass"))
+        elif type(value) is list and value and type(value[0]) is dict:
+            acc.feed_chunk(value[0])
+        elif type(value) is dict:
+            acc.feed_chunk(value)
+        else:
+            return False
+    except (TypeError, ValueError):
+        return False
+    return acc.finalize().format != "auto"
+
+
+def _body_path(obj: dict, depth: int = 6) -> str | None:
+    """Return the shallowest dotted path in a log line that holds a body, or None."""
+    queue: deque = deque(((str(k),), v) for k, v in obj.items())
+    while queue:
+        path, value = queue.popleft()
+        if _holds_body(value):
+            return ".".join(path)
+        if len(path) < depth:
+            if type(value) is dict:
+                queue.extend(((*path, str(k)), v) for k, v in value.items())
+            elif type(value) is list:
+                queue.extend(((*path, str(i)), v) for i, v in enumerate(value[:4]))
+    return None
+
+
 class _Prefixed:
     """A reader that gives back bytes already read first."""
 
@@ -268,8 +365,23 @@ class _Prefixed:
     def read(self, n: int) -> bytes:
         if self._head:
             head, self._head = self._head[:n], self._head[n:]
+            if len(head) < n:  # filled up: format detection needs what it asks for, not just the peek
+                return head + self._reader.read(n - len(head))
             return head
         return self._reader.read(n)
+
+    def readinto(self, view: Any) -> int:
+        """Fill view straight from the reader once the head is given back (no copy in between)."""
+        if self._head:
+            data = self.read(len(view))
+            view[:len(data)] = data
+            return len(data)
+        readinto = getattr(self._reader, "readinto", None)
+        if readinto is None:
+            data = self._reader.read(len(view))
+            view[:len(data)] = data
+            return len(data)
+        return readinto(view) or 0
 
     def close(self) -> None:
         self._reader.close()
@@ -338,10 +450,6 @@ def _body(task: Task, reader: Any, raw: Any, compression: str | None, out: _Coll
     start = task.start
     if start:
         start = _first_cut(raw, start, make, framing)
-        if task.end is not None and start >= task.end:
-            return
-        raw.seek(start)
-        reads.position = start
     end = task.end
     if end is not None:
         f = open(task.source, "rb")
@@ -349,18 +457,21 @@ def _body(task: Task, reader: Any, raw: Any, compression: str | None, out: _Coll
             end = _first_cut(f, end, make, framing)
         finally:
             f.close()
+        # Compared with the end's cut, not the range's end: a terminating event longer than
+        # LOOKBACK across the end hides the cut before it from the next task, which then starts
+        # further on; this task reads up to there (compared with the range's end, it read
+        # nothing, and the responses in between were lost).
+        if start >= end:
+            return
         reads.limit = end
+    if start:
+        raw.seek(start)
+        reads.position = start
     acc_format = fmt if fmt != "auto" else task.format
     if acc_format == "openai-chat" and framing == SSE:
-        mapped = _map(raw) if compression is None else None
-        if mapped is not None:
-            # A plain file is read through the page cache directly: no copy into a buffer at all.
-            try:
-                _streams_halting(reads, b"", start, make(), out, mapped[start:end])
-            finally:
-                mapped.release()
-        else:
-            _streams_halting(reads, head, start, make(), out)
+        # Read into one reused buffer, never memory-mapped: a file truncated while mapped kills the
+        # process with SIGBUS at the next access. (The copy costs ~0.1 CPU s a GB: README, Batch.)
+        _streams_halting(reads, head, start, make(), out)
     else:
         _streams(reads, head, start, make(), acc_format, out)
 
@@ -419,33 +530,21 @@ def _emit(out: _Collector, stream: int, result: Any, acc_start: int, buf: Any, l
     return 1
 
 
-def _map(raw: Any) -> memoryview | None:
-    """Return a plain file's bytes memory-mapped, or None when it cannot be (a pipe, an empty file)."""
-    try:
-        return memoryview(mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ))
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        return None
-
-
-def _streams_halting(reads: _Reads, head: bytes, start: int, splitter: Splitter, out: _Collector,
-                     mapped: memoryview | None = None) -> None:
+def _streams_halting(reads: _Reads, head: bytes, start: int, splitter: Splitter, out: _Collector) -> None:
     """OpenAI chat: each Accumulator stops itself right after its response's [DONE]: no second scan.
 
-    The bytes come in blocks: slices of the memory-mapped file, or reads into one reused buffer
-    (an accumulator keeps its own copy of any bytes it still needs, so the buffer is free again
-    once a read is fed).
+    The bytes come in blocks, read into one reused buffer (an accumulator keeps its own copy of
+    any bytes it still needs, so the buffer is free again once a read is fed).
     """
     content = _CONTENT.search
     stream = 0
     acc = None
     acc_start = 0
     base = start  # source offset of data[0]
-    store = bytearray(BLOCK) if mapped is None else None
+    store = bytearray(BLOCK)
     view = memoryview(head) if head else None
     while True:
-        if view is None and mapped is not None:
-            view = mapped[base - start:base - start + BLOCK]
-        elif view is None:
+        if view is None:
             try:
                 view = reads.read_into(store)
             except Problem as exc:
@@ -595,37 +694,93 @@ def _jsonl(task: Task, reader: Any, raw: Any, compression: str | None, out: _Col
         end = _next_line(raw, end)
         raw.seek(start)
     reads = _Reads(reader, start, end)
-    field = task.field or ()
-    fmt = task.format
-    line_no = 0
-    offset = start
-    tail = b""
+    lines = _Lines(task, start, out)
     while True:
         try:
             data = reads.read(BLOCK)
         except Problem as exc:
-            out.problem(line_no, exc.position, exc.kind, exc.message)
+            out.problem(lines.number, exc.position, exc.kind, exc.message)
             data = b""
         out.nbytes += len(data)
-        if data:
-            buf = tail + data if tail else data
-            cut = buf.rfind(b"\n")
-            if cut < 0:
-                tail = buf
-                continue
-            lines = buf[:cut].split(b"\n")
-            tail = buf[cut + 1:]
-        else:
-            lines = [tail] if tail else []
-            tail = b""
-        for line in lines:
-            if _CONTENT.search(line):
-                _log_line(line, line_no, offset, field, fmt, out)
-            offset += len(line) + 1
-            line_no += 1
         if not data:
             break
-    out.span = line_no
+        lines.take(data)
+    lines.end()
+    out.span = lines.number
+
+
+class _Lines:
+    """Cut a log into lines as its blocks come, each line handed to _log_line once whole.
+
+    A line that spans blocks is held as a list of pieces, joined once (no copy per block), and
+    dropped as soon as it passes Limits.event_bytes: its later pieces are not kept at all.
+    """
+
+    def __init__(self, task: Task, start: int, out: _Collector) -> None:
+        self.field = task.field or ()
+        self.format = task.format
+        self.limit = as_numbers(task.limits)[4]
+        self.out = out
+        self.number = 0          # the line in progress
+        self.offset = start      # where it starts
+        self.pieces: list = []   # its bytes so far
+        self.held = 0            # how many
+        self.dropped = False     # it went past the limit
+
+    def take(self, data: bytes) -> None:
+        """Take the next block."""
+        first = data.find(b"\n")
+        if first < 0:
+            self._grow(data)
+            return
+        self._grow(data[:first])
+        self._finish(1)
+        last = data.rfind(b"\n")
+        if last > first:
+            for line in data[first + 1:last].split(b"\n"):
+                self._grow(line)
+                self._finish(1)
+        if last + 1 < len(data):
+            self._grow(data[last + 1:])
+
+    def end(self) -> None:
+        """Finish the last line (one without a newline)."""
+        if self.pieces or self.dropped:
+            self._finish(0)
+
+    def _grow(self, piece: bytes) -> None:
+        if self.dropped or not piece:
+            self.held += len(piece)
+            return
+        self.held += len(piece)
+        if self.held > self.limit:
+            self.dropped = True
+            self.pieces = []
+            line_dropped(_Report(self.out, self.number), self.limit, self.offset, "log line")
+            return
+        self.pieces.append(piece)
+
+    def _finish(self, newline: int) -> None:
+        if not self.dropped and self.pieces:
+            line = self.pieces[0] if len(self.pieces) == 1 else b"".join(self.pieces)
+            if _CONTENT.search(line):
+                _log_line(line, self.number, self.offset, self.field, self.format, self.out)
+        self.offset += self.held + newline
+        self.number += 1
+        self.pieces = []
+        self.held = 0
+        self.dropped = False
+
+
+class _Report:
+    """What the limits' messages are recorded on: a stream of a task's collector."""
+
+    def __init__(self, out: _Collector, stream: int) -> None:
+        self.out = out
+        self.stream = stream
+
+    def error(self, kind: str, message: str, offset: int | None) -> None:
+        self.out.problem(self.stream, offset, kind, message)
 
 
 def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fmt: str, out: _Collector) -> None:
@@ -636,7 +791,10 @@ def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fm
         return
     body = _get(obj, field) if field else obj
     if body is None:
-        out.problem(line_no, offset, "no body", f"the line has no {'.'.join(field)!r}")
+        if out.hint is None and type(obj) is dict:  # worked out once: a wrong --field fails every line
+            path = _body_path(obj)
+            out.hint = f" (a body is at {path!r}: --field {path}?)" if path else ""
+        out.problem(line_no, offset, "no body", f"the line has no {'.'.join(field)!r}{out.hint or ''}")
         return
     acc = Accumulator(format=fmt, limits=out.limits)
     try:
@@ -791,19 +949,25 @@ class Batch:
                 yield "local", Task(path, kind, self._format, None, self._field, 0, None, 0, limits=self._limits)
                 continue
             try:
-                size = os.stat(path).st_size
+                st = os.stat(path)
             except OSError as exc:
                 yield "problem", (path, Problem("unreadable", exc.strerror or str(exc)))
                 continue
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device named explicitly: this process reads it
+                yield "local", Task(path, kind, self._format, None, self._field, 0, None, 0, limits=self._limits)
+                continue
+            size = st.st_size
             self.summary.bytes_known += size
             if size <= RANGE or kind == "har":
-                yield "task", Task(path, kind, self._format, None, self._field, 0, None, size, limits=self._limits)
+                yield "task", Task(path, kind, self._format, None, self._field, 0, None, size, limits=self._limits,
+                                   planned=size)
                 continue
             yield from self._ranges(path, kind, size)
 
     def _ranges(self, path: str, kind: str, size: int) -> Iterator[tuple[str, Any]]:
         """Cut a large plain file into range tasks (a compressed one stays whole)."""
-        whole = ("task", Task(path, kind, self._format, None, self._field, 0, None, size, limits=self._limits))
+        whole = ("task", Task(path, kind, self._format, None, self._field, 0, None, size, limits=self._limits,
+                              planned=size))
         try:
             with open(path, "rb") as f:
                 head = f.read(PROBE[-1])
@@ -827,7 +991,7 @@ class Batch:
             split = f"{fmt}/{framing}"
         for start, end in range_bounds(size):
             yield "task", Task(path, kind, self._format, split, self._field, start,
-                               None if end >= size else end, end - start, limits=self._limits)
+                               None if end >= size else end, end - start, limits=self._limits, planned=size)
 
     # running
 
@@ -845,32 +1009,23 @@ class Batch:
             return
         plan = itertools.chain(ahead, plan)
         inflight = self._jobs * 3
-        # Imported here: it brings in multiprocessing, which nothing else needs (20 ms at every start).
-        from concurrent.futures import ProcessPoolExecutor
-        with ProcessPoolExecutor(self._jobs, mp_context=_pool_context()) as pool:
-            pending: deque = deque()
-            try:
-                for what, item in plan:
-                    if what == "task":
-                        pending.append(("future", (item.source, pool.submit(run_task, item))))
-                    else:
-                        pending.append((what, item))
-                    while len(pending) >= inflight:
-                        yield self._resolve(*pending.popleft())
-                while pending:
-                    yield self._resolve(*pending.popleft())
-            except BaseException:
-                for what, item in pending:
-                    if what == "future":
-                        item[1].cancel()
-                raise
+        workers = _Workers(self._jobs)
+        pending: deque = deque()
+        try:
+            for what, item in plan:
+                pending.append(("future", workers.submit(item)) if what == "task" else (what, item))
+                while len(pending) >= inflight:
+                    yield self._resolve(*pending.popleft(), workers)
+            while pending:
+                yield self._resolve(*pending.popleft(), workers)
+        finally:
+            workers.close()
 
-    def _resolve(self, what: str, item: Any) -> tuple[str, Outcome]:
+    def _resolve(self, what: str, item: Any, workers: _Workers | None = None) -> tuple[str, Outcome]:
         if what == "future":
-            source, future = item
-            return source, future.result()
+            return item[0].source, workers.result(item)  # type: ignore[union-attr]
         if what in ("task", "local"):
-            return item.source, run_task(item)
+            return item.source, run_safely(item)
         path, problem = item
         return path, Outcome(b"", 0, 0, 0, {problem.kind: 1}, {}, [(None, problem.position, problem.kind,
                                                                     problem.message)], 0, 0, 0, 0, "stream")
@@ -880,12 +1035,18 @@ class Batch:
         s = self.summary
         base = 0
         prefix = b""
+        shrank = False  # the source's shrinking is reported (by its first task that saw it)
         for source, o in self._outcomes():
             source = _shown(source)
             lines = o.lines
             if type(lines) is not tuple:  # the first (or only) task of a source
                 base = 0
                 prefix = b'{"source":' + orjson.dumps(source) + b',"stream":'
+                shrank = False
+            if SHRANK in o.errors:
+                if shrank:  # every later range task sees it too: once is enough
+                    o = _without(o, SHRANK)
+                shrank = True
             s.streams += o.streams
             s.calls += o.calls
             s.errors.update(o.errors)
@@ -902,14 +1063,28 @@ class Batch:
             if type(lines) is tuple:
                 marks, ends, blob = lines
                 if marks:  # each line gets the source and its stream's number in the whole source
-                    starts = itertools.chain((0,), ends)
-                    yield b"".join([prefix + str(base + n).encode() + b"," + blob[a + 1:b]
-                                    for n, a, b in zip(marks, starts, ends)])
+                    yield _prefixed(prefix, base, marks, ends, blob)
             elif lines:
                 yield lines
             base += o.span
             if self._on_progress is not None:
                 self._on_progress(s)
+
+
+def _prefixed(prefix: bytes, base: int, marks: array, ends: array, blob: bytes) -> bytes:
+    """Return a range task's lines, each with its source and its stream's number in the whole source."""
+    view = memoryview(blob)  # slices of it are views: one copy of the lines in all, the join
+    parts = []
+    starts = itertools.chain((0,), ends)
+    for n, a, b in zip(marks, starts, ends):
+        parts += (prefix, b"%d," % (base + n), view[a + 1:b])
+    return b"".join(parts)
+
+
+def _without(o: Outcome, kind: str) -> Outcome:
+    """Return o without its problems of one kind."""
+    errors = {k: n for k, n in o.errors.items() if k != kind}
+    return o._replace(errors=errors, problems=[p for p in o.problems if p[2] != kind])
 
 
 def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
@@ -929,6 +1104,132 @@ def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field
     """
     return Batch(sources, format=format, field=field, jobs=jobs, container=container, on_problem=on_problem,
                  limits=limits)
+
+
+# -- worker processes ---------------------------------------------------------------------------
+
+def run_safely(task: Task) -> Outcome:
+    """Run one task; an exception it raises (a bug, MemoryError) is reported as the task's problem."""
+    try:
+        return run_task(task)
+    except Exception as exc:  # noqa: BLE001 - one task's failure must not stop the batch
+        return _failed(task, "internal error", f"{type(exc).__name__}: {exc}; what {_bytes_of(task)} hold is not "
+                                               "in the output (please report this)")
+
+
+def _bytes_of(task: Task) -> str:
+    if task.start == 0 and task.end is None:
+        return "the file's bytes"
+    return f"bytes {task.start}-{'end' if task.end is None else task.end}"
+
+
+def _failed(task: Task, kind: str, message: str) -> Outcome:
+    """Return the Outcome of a task that produced nothing but one problem."""
+    out = _Collector(task.source, absolute=task.start == 0)
+    out.problem(None, task.start or None, kind, message)
+    return out.outcome(task.size)
+
+
+class _Workers:
+    """A process pool that outlives its workers.
+
+    When a worker dies (the OOM killer, kill -9) the pool breaks and every task it still held
+    fails. The pool is then rebuilt for the tasks to come, and each failed task is run again
+    alone in a process of its own, where a death can only be its own: it is reported with the
+    task's source and byte range, and the batch goes on.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        # Imported here: it brings in multiprocessing, which nothing else needs (20 ms at every start).
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        self._executor = ProcessPoolExecutor
+        self._broken_error = BrokenProcessPool
+        self._jobs = jobs
+        self._pool = self._executor(jobs, mp_context=_pool_context())
+        self._reported: set = set()  # the pools whose break is already reported
+
+    def submit(self, task: Task) -> tuple[Task, Any, Any]:
+        """Start a task; return what result() takes."""
+        try:
+            return task, self._pool.submit(run_safely, task), self._pool
+        except self._broken_error:  # broken by a death not yet seen through a result
+            self._rebuild(self._pool)
+            return task, self._pool.submit(run_safely, task), self._pool
+
+    def result(self, entry: tuple[Task, Any, Any]) -> Outcome:
+        """Return a task's Outcome, running it again alone if its pool broke."""
+        task, future, pool = entry
+        try:
+            return future.result()
+        except self._broken_error:
+            first = pool not in self._reported
+            self._reported.add(pool)
+            self._rebuild(pool)
+            outcome = _alone(task)
+            if first:  # said once per break, with the first task that was held
+                outcome = _with_problem(outcome, "worker died", "a worker process died (killed, or out of memory) "
+                                        "while it held this task or another; the pool was rebuilt and its tasks "
+                                        "were run again, each alone")
+            return outcome
+        except Exception as exc:  # noqa: BLE001 - e.g. an Outcome that could not be sent back
+            return _failed(task, "internal error", f"{type(exc).__name__}: {exc}; what {_bytes_of(task)} hold "
+                                                   "is not in the output")
+
+    def _rebuild(self, pool: Any) -> None:
+        if pool is self._pool:
+            pool.shutdown(wait=False, cancel_futures=True)
+            # The context is chosen again: this process now runs the old pool's threads.
+            self._pool = self._executor(self._jobs, mp_context=_pool_context())
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _alone(task: Task) -> Outcome:
+    """Run one task in a process of its own: if that process dies too, the task is what killed it."""
+    context = _pool_context()
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_run_and_send, args=(task, send), daemon=True)
+    process.start()
+    send.close()
+    try:
+        outcome = receive.recv()  # before join(): a large Outcome fills the pipe until it is read
+    except (EOFError, OSError):
+        outcome = None
+    finally:
+        receive.close()
+    process.join()
+    if outcome is not None:
+        return outcome
+    return _failed(task, "worker died", f"the worker process reading {_bytes_of(task)} {_death(process.exitcode)}, "
+                                        "in the pool and again alone; what those bytes hold is not in the output")
+
+
+def _run_and_send(task: Task, send: Any) -> None:
+    send.send(run_safely(task))
+    send.close()
+
+
+def _death(code: int | None) -> str:
+    """Describe how a process ended, from its exit code."""
+    if code is None or code >= 0:
+        return f"exited with status {code}"
+    import signal
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    why = " (out of memory, or kill -9)" if name == "SIGKILL" else ""
+    return f"was killed by {name}{why}"
+
+
+def _with_problem(o: Outcome, kind: str, message: str) -> Outcome:
+    """Return o with one more problem, at no stream."""
+    errors = dict(o.errors)
+    errors[kind] = errors.get(kind, 0) + 1
+    return o._replace(errors=errors, problems=[(None, None, kind, message)] + list(o.problems))
 
 
 def _pool_context() -> Any:

@@ -1,0 +1,264 @@
+"""The CLI when things around the data fail: a worker process killed, a task that raises, an output
+that cannot be written; and the choices it makes from names (-o's suffix, a log without --field).
+
+All of it for real: `python -m callstitch reassemble` in a subprocess, workers killed with SIGKILL,
+/dev/full for a full disk.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import orjson
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import workload  # noqa: E402
+
+EXIT_OUTPUT = 3
+
+
+def cli(*args: str, env: dict | None = None, stdout: int | None = subprocess.PIPE,
+        timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "callstitch", "reassemble", *args], stdout=stdout,
+                          stderr=subprocess.PIPE, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def records(proc: subprocess.CompletedProcess) -> list[dict]:
+    return [orjson.loads(line) for line in proc.stdout.splitlines()]
+
+
+def write_sources(tmp_path, n: int = 6, responses: int = 40) -> list[str]:
+    paths = []
+    for i in range(n):
+        path = tmp_path / f"capture-{i}.sse"
+        path.write_bytes(b"".join(b for b, _ in workload.responses(responses, seed=i)))
+        paths.append(str(path))
+    return paths
+
+
+# A fault for the tests, in every process the CLI starts (forked or from a fork server): a worker
+# that takes a task of a file named *doomed* kills itself with SIGKILL, as the OOM killer would;
+# one of a file named *cursed* raises. The process that runs the CLI itself is left alone.
+SITECUSTOMIZE = textwrap.dedent("""
+    import multiprocessing, os, signal
+    import callstitch._batch.run as batch
+
+    _run_task = batch.run_task
+
+    def run_task(task):
+        if "cursed" in task.source:
+            raise RecursionError("maximum recursion depth exceeded (a test's fault)")
+        if "doomed" in task.source and multiprocessing.parent_process() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _run_task(task)
+
+    batch.run_task = run_task
+""")
+
+
+def faulty_env(tmp_path) -> dict:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__import__("callstitch").__file__)))
+    return {"PYTHONPATH": os.pathsep.join([str(hooks), src, os.environ.get("PYTHONPATH", "")])}
+
+
+# -- 3. a worker that dies, a task that raises ---------------------------------------------------
+
+def test_a_task_that_kills_its_worker_is_reported_and_the_rest_finishes(tmp_path):
+    paths = write_sources(tmp_path)
+    doomed = tmp_path / "doomed.sse"
+    doomed.write_bytes(open(paths[0], "rb").read())
+    inputs = paths[:3] + [str(doomed)] + paths[3:]
+    env = faulty_env(tmp_path)
+    clean = cli(*paths, "-j", "1")
+    proc = cli(*inputs, "-j", "2", env=env)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "BrokenProcessPool" not in err
+    assert (f"{doomed}: worker died: the worker process reading the file's bytes was killed by SIGKILL "
+            "(out of memory, or kill -9), in the pool and again alone") in err
+    assert "a worker process died (killed, or out of memory)" in err
+    assert proc.stdout == clean.stdout  # every other file, complete and in order
+
+
+def test_a_task_that_raises_is_reported_and_the_rest_finishes(tmp_path):
+    paths = write_sources(tmp_path, n=3)
+    cursed = tmp_path / "cursed.sse"
+    cursed.write_bytes(open(paths[0], "rb").read())
+    env = faulty_env(tmp_path)
+    clean = cli(*paths, "-j", "1")
+    for jobs in ("1", "2"):
+        proc = cli(paths[0], str(cursed), *paths[1:], "-j", jobs, env=env)
+        err = proc.stderr.decode()
+        assert proc.returncode == 1, err
+        assert "Traceback" not in err
+        assert f"{cursed}: internal error: RecursionError: maximum recursion depth exceeded" in err
+        assert proc.stdout == clean.stdout
+
+
+def _workers_of(pid: int) -> list[int]:
+    children = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(entry))
+    return children
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc to find the workers")
+def test_a_worker_killed_from_outside_loses_nothing(tmp_path):
+    # kill -9 of a busy worker: its tasks run again, the output is what -j 1 writes.
+    paths = write_sources(tmp_path, n=12, responses=150)
+    clean = cli(*paths, "-j", "1")
+    proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", *paths, "-j", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        victims: list[int] = []
+        deadline = time.monotonic() + 60
+        while not victims and proc.poll() is None and time.monotonic() < deadline:
+            victims = _workers_of(proc.pid)
+        assert victims, "the CLI ended before it started a worker"
+        os.kill(victims[0], signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    text = err.decode()
+    assert "Traceback" not in text, text
+    assert proc.returncode == 1, text
+    assert "a worker process died (killed, or out of memory)" in text
+    assert out == clean.stdout
+
+
+# -- 3. an output that cannot be written -----------------------------------------------------------
+
+def test_unwritable_output_path(tmp_path):
+    paths = write_sources(tmp_path, n=1)
+    target = tmp_path / "no" / "such" / "dir" / "out.jsonl"
+    for fmt in ("jsonl", "parquet"):
+        if fmt == "parquet":
+            pytest.importorskip("pyarrow")
+        proc = cli(paths[0], "-o", str(target), "--output-format", fmt)
+        err = proc.stderr.decode()
+        assert proc.returncode == EXIT_OUTPUT, err
+        assert "Traceback" not in err
+        assert f"callstitch: cannot write {str(target)!r}: " in err and "No such file or directory" in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("how", ["-o", "stdout", "parquet"])
+def test_full_disk(tmp_path, how):
+    paths = write_sources(tmp_path, n=2)
+    if how == "-o":
+        proc = cli(*paths, "-o", "/dev/full")
+    elif how == "parquet":
+        pytest.importorskip("pyarrow")
+        proc = cli(*paths, "-o", "/dev/full", "--output-format", "parquet")
+    else:
+        with open("/dev/full", "wb") as full:
+            proc = cli(*paths, stdout=full)
+    err = proc.stderr.decode()
+    assert proc.returncode == EXIT_OUTPUT, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    where = "standard output" if how == "stdout" else "'/dev/full'"
+    assert f"callstitch: cannot write {where}: " in err and "No space left on device" in err
+
+
+def test_exit_status_3_is_documented():
+    text = " ".join(cli("--help").stdout.decode().split())
+    assert "3 when the output could not be written" in text
+    readme = " ".join(open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read().split())
+    assert "3 when the output could not be written" in readme
+
+
+# -- 5. choices made from names ---------------------------------------------------------------------
+
+def test_output_format_from_the_suffix(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    paths = write_sources(tmp_path, n=2)
+    expected = records(cli(*paths))
+    parquet = tmp_path / "calls.parquet"
+    proc = cli(*paths, "-o", str(parquet))
+    assert proc.returncode == 0, proc.stderr
+    assert parquet.read_bytes()[:4] == b"PAR1"
+    rows = pq.read_table(parquet).to_pylist()
+    assert [(r["source"], r["stream"], r["id"]) for r in rows] == [(r["source"], r["stream"], r["id"]) for r in expected]
+    for name in ("calls.jsonl", "calls.ndjson", "calls.json", "calls.txt", "calls"):
+        out = tmp_path / name
+        assert cli(*paths, "-o", str(out)).returncode == 0
+        assert [orjson.loads(line) for line in out.read_bytes().splitlines()] == expected
+    # An explicit --output-format wins over the suffix.
+    assert cli(*paths, "-o", str(parquet), "--output-format", "jsonl").returncode == 0
+    assert [orjson.loads(line) for line in parquet.read_bytes().splitlines()] == expected
+    # A suffix that names something neither writer makes is a usage error, before any work.
+    proc = cli(*paths, "-o", str(tmp_path / "calls.jsonl.gz"))
+    assert proc.returncode == 2
+    assert "cannot write gz" in proc.stderr.decode() and "--output-format" in proc.stderr.decode()
+    assert not (tmp_path / "calls.jsonl.gz").exists()
+
+
+def _gateway_log(tmp_path, name: str = "gateway.jsonl", lines: int = 30) -> tuple[str, list[bytes]]:
+    bodies = [b for b, _ in workload.responses(lines, seed=4)]
+    text = b"".join(orjson.dumps({"ts": i, "request": {"model": "gpt-4o"},
+                                  "response": {"status": 200, "body": b.decode()}}) + b"\n"
+                    for i, b in enumerate(bodies))
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    return str(path), bodies
+
+
+@pytest.mark.parametrize("name", ["gateway.jsonl", "gateway.jsonl.gz"])
+def test_a_log_read_without_field_is_named_once(tmp_path, name):
+    path, _ = _gateway_log(tmp_path, name)
+    proc = cli(path)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1
+    assert "unexpected shape" not in err
+    (line,) = [x for x in err.splitlines() if x.startswith(f"callstitch: {path}")]
+    assert line == (f"callstitch: {path} (byte 0): looks like a log (JSON lines, a captured response in each), "
+                    "not a response body: read it with --field response.body (from Python: field='response.body'); "
+                    "the file was not read")
+    assert proc.stdout == b""
+    good = cli(path, "--field", "response.body")
+    assert good.returncode == 0 and len(records(good)) > 30
+
+
+def test_a_log_of_chunk_lists_names_its_field(tmp_path):
+    body = open(os.path.join(os.path.dirname(__file__), "fixtures", "captures",
+                             "openai__openai-python__chat-single-tool.sse"), "rb").read()
+    chunks = [orjson.loads(e[6:]) for e in body.split(b"\n\n") if e.startswith(b"data: {")]
+    path = tmp_path / "sdk.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"session": i, "events": {"chunks": chunks}}) + b"\n" for i in range(3)))
+    err = cli(str(path)).stderr.decode()
+    assert "read it with --field events.chunks" in err and "unexpected shape" not in err
+
+
+def test_a_wrong_field_says_where_the_body_is(tmp_path):
+    path, _ = _gateway_log(tmp_path)
+    proc = cli(path, "--field", "body")
+    err = proc.stderr.decode()
+    assert proc.returncode == 1
+    assert f"{path} (line 1, byte 0): no body: the line has no 'body' (a body is at 'response.body': " \
+           "--field response.body?)" in err
+
+
+def test_ndjson_bodies_are_still_bodies(tmp_path):
+    # An Ollama stream and a chunk-per-line OpenAI body also start with "{": they are read, not refused.
+    ollama = b"".join(b for b, _ in workload.format_responses("ollama", 3))
+    path = tmp_path / "ollama.ndjson"
+    path.write_bytes(ollama)
+    proc = cli(str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert len(records(proc)) > 0

@@ -1,0 +1,381 @@
+"""The batch layer gets the core's treatment: properties over containers, splitting and workers, and
+hostile files of every container, fed through reassemble_many on both twins.
+
+- the same streams back to back, compressed (gzip, bzip2, xz, zstandard), in a HAR file and in a
+  JSON lines log give the same calls;
+- any truncation or corruption of a container is reported, never raised, and what is kept is
+  either what was there or reported as damaged;
+- -j 1 and -j 2 write the same bytes, whatever the cut of the files into range tasks.
+"""
+
+from __future__ import annotations
+
+import base64
+import bz2
+import contextlib
+import glob
+import gzip
+import itertools
+import lzma
+import os
+import random
+import sys
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import callstitch
+from callstitch._batch import run as _batch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import workload  # noqa: E402
+
+try:
+    import zstandard
+except ImportError:  # pragma: no cover - the extra is optional
+    zstandard = None
+
+CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+COMPRESSIONS = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}
+if zstandard is not None:
+    COMPRESSIONS["zstd"] = lambda data: zstandard.ZstdCompressor(write_checksum=True).compress(data)
+MAGIC_LENGTH = {"gzip": 2, "bzip2": 3, "xz": 6, "zstd": 4}  # bytes that make a file read as the archive
+
+
+def _bodies_by_format() -> dict[str, list[bytes]]:
+    """Recorded captures and generated responses, grouped by format (and the AWS event stream apart)."""
+    groups: dict[str, list[bytes]] = {}
+    for path in sorted(glob.glob(os.path.join(CAPTURES, "*.sse")) + glob.glob(os.path.join(CAPTURES, "*.eventstream"))):
+        body = open(path, "rb").read()
+        fmt = callstitch.reassemble(body, format="auto").format
+        groups.setdefault(fmt + ("/eventstream" if path.endswith(".eventstream") else ""), []).append(body)
+    for fmt in ("openai-chat", "openai-responses", "anthropic", "gemini", "cohere", "ollama"):
+        made = workload.responses(4, seed=9) if fmt == "openai-chat" else workload.format_responses(fmt, 4, seed=9)
+        groups.setdefault(fmt, []).extend(b for b, _ in made)
+    return groups
+
+
+BODIES = _bodies_by_format()
+GROUPS = sorted(BODIES)
+
+
+@contextlib.contextmanager
+def twin_accumulator(impl):
+    """Run the batch machinery of this process (and of workers forked from it) on one twin."""
+    saved = _batch.Accumulator
+    _batch.Accumulator = impl.Accumulator
+    try:
+        yield
+    finally:
+        _batch.Accumulator = saved
+
+
+@contextlib.contextmanager
+def patched(**values):
+    """Set module constants of _batch (RANGE, LOOKBACK) for a while."""
+    saved = {name: getattr(_batch, name) for name in values}
+    for name, value in values.items():
+        setattr(_batch, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(_batch, name, value)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("hostile-batch")
+
+
+_counter = itertools.count()
+
+
+def write(workdir, name: str, data: bytes) -> str:
+    path = workdir / f"{next(_counter)}-{name}"
+    path.write_bytes(data)
+    return str(path)
+
+
+def run(paths, **kw) -> tuple[list[dict], list[tuple]]:
+    """Return (records without their source, problems) of reassemble_many; it must not raise."""
+    problems: list[tuple] = []
+    records = [{k: v for k, v in r.items() if k != "source"}
+               for r in callstitch.reassemble_many(paths, on_problem=lambda *a: problems.append(a), **kw)]
+    return records, problems
+
+
+def expected(impl, bodies: list[bytes]) -> list[dict]:
+    return [{"stream": i, **c.to_dict()} for i, body in enumerate(bodies)
+            for c in impl.reassemble(body, format="auto").tool_calls]
+
+
+def har(bodies: list[bytes], binary: bool) -> bytes:
+    entries = []
+    for body in bodies:
+        content = ({"mimeType": "application/vnd.amazon.eventstream", "encoding": "base64",
+                    "text": base64.b64encode(body).decode()} if binary else
+                   {"mimeType": "text/event-stream; charset=utf-8", "text": body.decode("utf-8", "surrogateescape")})
+        entries.append({"request": {"method": "POST", "url": "https://api.example/v1"},
+                        "response": {"status": 200, "content": content}})
+    return orjson.dumps({"log": {"version": "1.2", "creator": {"name": "test"}, "entries": entries}})
+
+
+def jsonl(bodies: list[bytes]) -> bytes:
+    return b"".join(orjson.dumps({"ts": i, "response": {"status": 200, "body": body.decode()}}) + b"\n"
+                    for i, body in enumerate(bodies))
+
+
+@st.composite
+def stream_sets(draw):
+    """A format group and the positions of 1-5 of its bodies, in any order (bodies() gives them).
+
+    No body twice: two copies of one Gemini response carry one responseId, and a chunk with the
+    responseId of the response just finished belongs to it (its usage, say): they read as one.
+    """
+    group = draw(st.sampled_from(GROUPS))
+    pool = BODIES[group]
+    picks = draw(st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=5, unique=True))
+    return group, tuple(picks)
+
+
+def bodies_of(streams: tuple[str, tuple[int, ...]]) -> tuple[str, list[bytes]]:
+    group, picks = streams
+    return group, [BODIES[group][i] for i in picks]
+
+
+# -- the same streams in every container ---------------------------------------------------------
+
+@SETTINGS
+@given(streams=stream_sets(), compression=st.sampled_from(sorted(COMPRESSIONS)))
+def test_every_container_gives_the_same_calls(impl, workdir, streams, compression):
+    group, bodies = bodies_of(streams)
+    binary = group.endswith("/eventstream")
+    with twin_accumulator(impl):
+        want = expected(impl, bodies)
+        plain = b"".join(bodies)
+        assert run([write(workdir, "b2b.bin", plain)])[0] == want
+        assert run([write(workdir, "b2b.bin", COMPRESSIONS[compression](plain))])[0] == want
+        assert run([write(workdir, "session.har", har(bodies, binary))])[0] == want
+        assert run([write(workdir, "session.har.gz", gzip.compress(har(bodies, binary)))])[0] == want
+        if not binary:  # a log's body is text
+            assert run([write(workdir, "log.jsonl", jsonl(bodies))], field="response.body")[0] == want
+            assert run([write(workdir, "log.jsonl.xz", lzma.compress(jsonl(bodies)))], field="response.body")[0] == want
+
+
+# -- damage is reported, never raised ----------------------------------------------------------------
+
+@SETTINGS
+@given(streams=stream_sets(), compression=st.sampled_from(sorted(COMPRESSIONS)), data=st.data())
+def test_any_cut_of_an_archive_is_reported(impl, workdir, streams, compression, data):
+    _, bodies = bodies_of(streams)
+    packed = COMPRESSIONS[compression](b"".join(bodies))
+    cut = data.draw(st.integers(MAGIC_LENGTH[compression], len(packed) - 1), label="cut")
+    with twin_accumulator(impl):
+        records, problems = run([write(workdir, "cut.bin", packed[:cut])])
+    damage = [p for p in problems if p[4] == "corrupt archive"]
+    assert len(damage) == 1, problems
+    assert f"the {compression} data" in damage[0][5]
+
+
+def mangle(data: bytes, rng: random.Random) -> bytes:
+    """Flip, drop, insert or repeat a few bytes somewhere."""
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        if not buf:
+            break
+        at = rng.randrange(len(buf))
+        how = rng.randrange(4)
+        if how == 0:
+            buf[at] ^= 1 << rng.randrange(8)
+        elif how == 1:
+            del buf[at:at + rng.randint(1, 64)]
+        elif how == 2:
+            buf[at:at] = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 64)))
+        else:
+            buf[at:at] = buf[at:at + rng.randint(1, 256)]
+    return bytes(buf)
+
+
+@SETTINGS
+@given(streams=stream_sets(), container=st.sampled_from(["plain", "har", "jsonl", *sorted(COMPRESSIONS)]),
+       seed=st.integers(0, 2**32 - 1))
+def test_mangled_containers_never_raise(impl, workdir, streams, container, seed):
+    group, bodies = bodies_of(streams)
+    binary = group.endswith("/eventstream")
+    if container == "har":
+        data, kw = har(bodies, binary), {}
+    elif container == "jsonl" and not binary:
+        data, kw = jsonl(bodies), {"field": "response.body"}
+    elif container in COMPRESSIONS:
+        data, kw = COMPRESSIONS[container](b"".join(bodies)), {}
+    else:
+        data, kw = b"".join(bodies), {}
+    bad = mangle(data, random.Random(seed))
+    name = "session.har" if container == "har" else "log.jsonl" if "field" in kw else "capture.bin"
+    with twin_accumulator(impl):
+        records, problems = run([write(workdir, name, bad)], **kw)
+        if container in COMPRESSIONS and not problems:
+            # Damage that no check caught (a gzip header's time stamp, say) changed nothing.
+            assert records == run([write(workdir, "plain.bin", b"".join(bodies))])[0]
+    for record in records:
+        assert set(record) >= {"stream", "choice", "index", "id", "name", "arguments", "error", "quirks"}
+
+
+# -- workers and ranges ------------------------------------------------------------------------------
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams=st.lists(stream_sets(), min_size=2, max_size=4), range_bytes=st.sampled_from([3000, 20000, 1 << 20]),
+       compressed=st.booleans())
+def test_jobs_write_the_same_bytes(workdir, streams, range_bytes, compressed):
+    paths = []
+    for group, bodies in map(bodies_of, streams):
+        data = b"".join(bodies)
+        paths.append(write(workdir, "capture.bin", gzip.compress(data) if compressed and len(paths) == 0 else data))
+    group, bodies = bodies_of(streams[0])
+    if not group.endswith("/eventstream"):
+        paths.append(write(workdir, "log.jsonl", jsonl(bodies * 4)))
+    # RANGE is the parent's (it plans the tasks); LOOKBACK stays as it is: workers from a fork
+    # server would not see a patched one.
+    with patched(RANGE=range_bytes):
+        one = b"".join(callstitch.reassemble_many(paths, field="response.body", jobs=1).chunks())
+        two = b"".join(callstitch.reassemble_many(paths, field="response.body", jobs=2).chunks())
+    assert one == two
+
+
+# -- hostile files, one by one ---------------------------------------------------------------------
+
+HOSTILE_LOG_LINES = [
+    b"",
+    b"   \t",
+    b"\x00" * 100,
+    b"[" * 100000 + b"]" * 100000,                          # nested past any parser's depth
+    b'{"response": {"body": ' + b"[" * 5000 + b"]" * 5000 + b"}}",
+    b'{"response": {"body": 1e999999}}',
+    b'{"response": {"body": ' + b"9" * 100000 + b"}}",     # a number of 100,000 digits
+    b'{"response": {"body": "\\ud800"}}',                    # a lone surrogate
+    b'{"response": {"body": "data: {\\"choices\\": [}\\n\\n"}}',
+    b'{"response": {"body": [1, "two", null, {"choices": 5}]}}',
+    b'{"response": {"body": {"choices": [{"delta": {"tool_calls": "x"}}]}}}',
+    b'{"response": null}',
+    b'{"response": {"body": "' + "😀".encode() * 10000 + b'"}}',
+    b'"just a string"',
+    b"\xff\xfe\xfd",
+    b'{"response": {"body": "data: [DONE]\\n\\n"}, "response": 3}',
+]
+
+
+def test_hostile_log_lines(impl, workdir):
+    good = jsonl(BODIES["openai-chat"][:1])
+    data = b"\n".join(HOSTILE_LOG_LINES) + b"\n" + good
+    with twin_accumulator(impl):
+        records, problems = run([write(workdir, "hostile.jsonl", data)], field="response.body")
+    last = len(HOSTILE_LOG_LINES)
+    assert [r for r in records if r["stream"] == last] == [
+        {"stream": last, **c.to_dict()} for c in impl.reassemble(BODIES["openai-chat"][0]).tool_calls]
+    assert {p[2] for p in problems} <= set(range(last))  # every problem is on the line that has it
+
+
+HOSTILE_HAR = [
+    b"",
+    b'{"log": 5}',
+    b'{"log": {"entries": 5}}',
+    b'{"log": {"entries": [5, null, "x", [], {"response": 5}, {"response": {"content": 5}}]}}',
+    b'{"log": {"entries": [{"response": {"content": {"mimeType": "text/event-stream", "text": 5}}}]}}',
+    b'{"log": {"entries": [{"response": {"content": {"mimeType": 5, "text": "data: x"}}}]}}',
+    b'{"log": {"entries": [{"response": {"content": {"mimeType": "application/vnd.amazon.eventstream", '
+    b'"encoding": "base64", "text": "!!!not base64!!!"}}}]}}',
+    b'{"log": {"entries": [{"response": {"content": {"mimeType": "text/event-stream", "text": "\\u0000\\ud800"}}}]}}',
+    b'{"log": {"entries": [' + b"[" * 3000 + b"]" * 3000 + b"]}}",
+    b'{"log": {"entries": []}}' + b"trailing",
+]
+
+
+@pytest.mark.parametrize("data", HOSTILE_HAR, ids=range(len(HOSTILE_HAR)))
+def test_hostile_har_files(impl, workdir, data):
+    with twin_accumulator(impl):
+        run([write(workdir, "hostile.har", data)])
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("container", ["plain", "har", "jsonl", *sorted(COMPRESSIONS)])
+def test_random_bytes_in_every_container(impl, workdir, container, seed):
+    rng = random.Random(seed)
+    noise = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 5000)))
+    if container in COMPRESSIONS:
+        data = COMPRESSIONS[container](noise)[:rng.randint(0, 400)] + noise[:rng.randint(0, 100)]
+    elif container == "har":
+        data = b'{"log": {"entries": [' + noise + b"]}}"
+    elif container == "jsonl":
+        data = noise.replace(b"\r", b"\n")
+    else:
+        data = noise
+    name = {"har": "noise.har", "jsonl": "noise.jsonl"}.get(container, "noise.bin")
+    with twin_accumulator(impl):
+        run([write(workdir, name, data)], field="response.body" if container == "jsonl" else None)
+        run([write(workdir, name, data)])  # and without the field
+
+
+def test_many_small_bad_events_keep_the_problems_bounded(workdir):
+    # 200,000 broken events in one file: the problems a task describes are capped, the rest counted.
+    data = b"data: {oops\n\n" * 200_000 + b"data: [DONE]\n\n"
+    problems: list = []
+    batch = callstitch.reassemble_many([write(workdir, "noisy.sse", data)], on_problem=lambda *a: problems.append(a))
+    assert list(batch) == []
+    assert len(problems) <= _batch.MAX_PROBLEMS + 1
+    assert batch.summary.errors["malformed chunk"] >= 1  # all counted (the accumulator may cap its own list)
+
+
+def test_a_first_event_past_the_peek_still_lets_the_file_be_split(impl, workdir):
+    # Found by test_every_container_gives_the_same_calls: the format of a file was detected on the
+    # 4 KiB peeked at first only; a Gemini response whose first event is longer (a thoughtSignature)
+    # left the format unknown, and the file was read as one stream: two responses' calls in one.
+    long_first = [b for b in BODIES["gemini"] if len(b.split(b"\r\n\r\n", 1)[0]) > 4096][0]
+    other = [b for b in BODIES["gemini"] if b is not long_first and b"functionCall" in b][0]
+    with twin_accumulator(impl):
+        records, problems = run([write(workdir, "gemini.sse", long_first + other)])
+        assert records == expected(impl, [long_first, other])
+    assert {r["stream"] for r in records} == {0, 1}
+
+
+def test_a_log_whose_first_line_holds_zero_bytes_is_still_a_log(impl, workdir):
+    # Found by test_hostile_log_lines: any zero byte at the start made a log "plainly an AWS event
+    # stream", and the whole file was lost as one damaged prelude. A prelude is now told by its CRC.
+    good = jsonl(BODIES["openai-chat"][:2])
+    with twin_accumulator(impl):
+        records, problems = run([write(workdir, "damaged.jsonl", b"\x00" * 40 + b"\n" + good)],
+                                field="response.body")
+    assert [p[2:5] for p in problems] == [(0, 0, "not JSON")]
+    assert {r["stream"] for r in records} == {1, 2}
+
+
+@SETTINGS
+@given(streams=stream_sets(), range_bytes=st.sampled_from([500, 3000, 20000]), lookback=st.sampled_from([512, 4096]))
+def test_range_tasks_read_what_a_whole_read_does(workdir, streams, range_bytes, lookback):
+    # Whatever the cut into tasks, and however short the look back before each: the same records.
+    _, bodies = bodies_of(streams)
+    path = write(workdir, "b2b.bin", b"".join(bodies))
+    whole = run([path])
+    with patched(RANGE=range_bytes, LOOKBACK=lookback):
+        assert run([path]) == whole
+
+
+def test_a_terminating_event_longer_than_the_look_back_loses_nothing(workdir):
+    # Found by test_range_tasks_read_what_a_whole_read_does: a Responses stream's
+    # response.completed event repeats its whole output (here 400 KB). A task boundary inside it
+    # hid the cut before it from the next task (its scan starts LOOKBACK back); that task started
+    # at the next cut found, the one before saw its range end first and read nothing: the
+    # response after the long one was lost, in silence.
+    long_one = max(BODIES["openai-responses"], key=len)
+    bodies = [BODIES["openai-responses"][0], long_one, BODIES["openai-responses"][1]]
+    path = write(workdir, "responses.sse", b"".join(bodies))
+    whole = run([path])
+    with patched(RANGE=3000, LOOKBACK=4096):
+        ranged = run([path])
+    assert {r["stream"] for r in whole[0]} == {0, 1, 2}
+    assert ranged == whole
