@@ -185,3 +185,182 @@ def test_twins_agree_on_whole_calls_at_every_limit(both, fmt, body):
     kept = both[0].reassemble(body, format=fmt, limits=Limits(stream_bytes=held))
     short = both[0].reassemble(body, format=fmt, limits=Limits(stream_bytes=held - 1))
     assert not kept.errors and limit_errors(short)
+
+
+# ---------------------------------------------------------------- a limit cuts, never alters (issue 18)
+
+from _cutcheck import cut_or_whole, is_cut  # noqa: E402
+from _formats import VARIANTS, format_of  # noqa: E402
+from _streams import DONE, random_cuts, feed_pieces, text_delta  # noqa: E402
+
+PATH_PIECES = ('{"path": "/tmp/', "build_cache_of_project_xyz_subdir", '"}')
+PATH_TOOL = {"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+
+
+def path_body():
+    """The issue's stream: a short piece, one that does not fit the budget, a short one that would."""
+    body = chunk([tool_delta(0, id="c1", name="f", arguments="")])
+    return body + b"".join(chunk([tool_delta(0, arguments=p)]) for p in PATH_PIECES) + DONE
+
+
+def run_path(impl, way, limits):
+    acc = impl.Accumulator(limits=limits)
+    if way == "feed":
+        acc.feed(path_body())
+    elif way == "feed-bytewise":
+        feed_pieces(acc, path_body(), range(1, len(path_body())))
+    elif way == "feed_chunk":
+        acc.feed_chunk(orjson.loads(chunk([tool_delta(0, id="c1", name="f", arguments="")])[6:]))
+        for piece in PATH_PIECES:
+            acc.feed_chunk(orjson.loads(chunk([tool_delta(0, arguments=piece)])[6:]))
+    else:
+        acc.add(0, id="c1", name="f", arguments="")
+        for piece in PATH_PIECES:
+            acc.add(0, arguments=piece)
+    return acc.finalize()
+
+
+@pytest.mark.parametrize("way", ["feed", "feed-bytewise", "feed_chunk", "add"])
+def test_stream_bytes_cuts_a_call_and_keeps_nothing_after_the_cut(impl, way):
+    # Before: the middle piece was dropped and the last appended: {"path": "/tmp/"}, no error.
+    result = run_path(impl, way, Limits(stream_bytes=20))
+    call, = result.tool_calls
+    assert is_cut(call) and call.raw_arguments == '{"path": "/tmp/'
+    assert "stream_bytes" in call.error.detail and call.error.offset == len(PATH_PIECES[0])
+    assert [e.kind for e in result.errors] == ["limit"]
+    verdict = callstitch.Toolset([PATH_TOOL]).check(call)
+    assert not verdict.ok
+
+
+@pytest.mark.parametrize("way", ["feed", "feed_chunk", "add"])
+def test_a_call_whose_arguments_were_all_dropped_reads_as_cut_not_empty(impl, way):
+    # Before: every piece over the budget was dropped and the call read as {} with no error.
+    result = run_path(impl, way, Limits(stream_bytes=3))
+    call, = result.tool_calls
+    assert is_cut(call) and call.raw_arguments == "" and (call.id, call.name) == ("c1", "f")
+    assert not callstitch.Toolset([PATH_TOOL]).check(call).ok
+
+
+def test_a_cut_call_handed_over_whole_is_cut_in_the_result(impl):
+    # A piece that comes after a call was handed over and does not fit: the result says cut.
+    acc = impl.Accumulator(format="anthropic", limits=Limits(stream_bytes=40))
+    body = build("anthropic", CALLS[:1])
+    done = acc.feed(body)
+    assert [c.arguments for c in done] == [CALLS[0].value]
+    acc.add(0, arguments=" " * 30)
+    call, = acc.finalize().tool_calls
+    assert is_cut(call)
+
+
+def test_text_is_cut_never_holed(impl):
+    pieces = ["aaaa", "b" * 30, "cc", "dd"]
+    body = b"".join(chunk([text_delta(content=p)]) for p in pieces)
+    body += chunk([text_delta(reasoning_content="rr")]) + DONE
+    result = impl.reassemble(body, limits=Limits(stream_bytes=10))
+    # Before: "aaaaccdd" — the text after the dropped piece was kept, leaving a hole.
+    assert result.text == "aaaa"
+    assert result.reasoning == "rr"  # another text of the choice, not cut: kept
+    for way_in in ("feed_chunk", "_text"):
+        acc = impl.Accumulator(limits=Limits(stream_bytes=10))
+        for p in pieces:
+            if way_in == "feed_chunk":
+                acc.feed_chunk(chunk_obj_text(p))
+            else:
+                acc._text(0, 0, p)
+        assert acc.finalize().text == "aaaa"
+
+
+def chunk_obj_text(text):
+    return orjson.loads(chunk([text_delta(content=text)])[6:])
+
+
+def test_a_surrogate_pending_at_a_text_cut_is_cut_with_it(impl):
+    # The piece that does not fit ends in a high surrogate: it must not come back at the end as \ud83d.
+    acc = impl.Accumulator(limits=Limits(stream_bytes=3))
+    acc._text(0, 0, "ab")
+    acc._text(0, 0, "x" * 10 + "\ud83d")
+    assert acc.finalize().text == "ab"
+
+
+def test_calls_limit_never_sends_a_refused_calls_pieces_to_another(impl):
+    # With no index, pieces go to the latest call: the refused call's pieces must not go to the one before.
+    acc = impl.Accumulator(limits=Limits(calls=1))
+    acc.add(None, id="a", name="f", arguments='{"a": 1}')
+    acc.add(None, id="b", name="g", arguments='{"b": ')
+    acc.add(None, arguments='2}')
+    result = acc.finalize()
+    call, = result.tool_calls
+    assert (call.id, call.arguments, call.error) == ("a", {"a": 1}, None)
+    # A new call at a used index (a new id and a name) is refused: its pieces must not go to the old one.
+    acc = impl.Accumulator(limits=Limits(calls=1))
+    acc.add(0, id="a", name="f", arguments='{"a": 1}')
+    acc.add(0, id="b", name="g", arguments='{"b": ')
+    acc.add(0, arguments='2}')
+    call, = acc.finalize().tool_calls
+    assert (call.id, call.arguments, call.error) == ("a", {"a": 1}, None)
+
+
+FEEDABLE = [v for v in VARIANTS if v != "bedrock-eventstream"]
+
+
+def events_of(variant, body):
+    """Return the JSON payloads of a body, for feed_chunk (boto3-style one-key dicts for Bedrock)."""
+    if variant == "ollama":
+        return [orjson.loads(line) for line in body.splitlines() if line.strip()]
+    out, name = [], None
+    for line in body.splitlines():
+        if line.startswith(b"event: "):
+            name = line[7:].decode()
+        elif line.startswith(b"data: "):
+            obj = orjson.loads(line[6:])
+            out.append({name: obj} if variant == "bedrock-sse" else obj)
+            name = None
+    return out
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_format_is_cut_never_altered_at_every_stream_limit(impl, variant):
+    fmt = format_of(variant)
+    body = build(variant, CALLS, text="Let me look that up for you.", reasoning="The user wants weather.")
+    unlimited = impl.reassemble(body, format=fmt)
+    assert len(unlimited.tool_calls) == 3 and not unlimited.errors
+    total = sum(len(c.raw_arguments.encode()) for c in unlimited.tool_calls) + 60
+    for budget in range(0, total, 3):
+        limits = Limits(stream_bytes=budget)
+        acc = impl.Accumulator(format=fmt, limits=limits)
+        feed_pieces(acc, body, random_cuts(len(body), budget))
+        results = [impl.reassemble(body, format=fmt, limits=limits), acc.finalize()]
+        if variant in FEEDABLE:
+            acc = impl.Accumulator(format=fmt, limits=limits)
+            for obj in events_of(variant, body):
+                acc.feed_chunk(obj)
+            results.append(acc.finalize())
+        for result in results:
+            assert cut_or_whole(result, unlimited) == [], (variant, budget)
+        assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_format_is_cut_never_altered_at_every_call_limit(impl, variant):
+    fmt = format_of(variant)
+    body = build(variant, CALLS, text="Let me look that up for you.")
+    unlimited = impl.reassemble(body, format=fmt)
+    longest = max(len(c.raw_arguments.encode()) for c in unlimited.tool_calls)
+    for size in range(0, longest + 4, 2):
+        result = impl.reassemble(body, format=fmt, limits=Limits(call_bytes=size))
+        assert cut_or_whole(result, unlimited) == [], (variant, size)
+        assert any(is_cut(c) for c in result.tool_calls) == (size < longest)
+    for calls in range(4):
+        result = impl.reassemble(body, format=fmt, limits=Limits(calls=calls))
+        assert cut_or_whole(result, unlimited) == [] and len(result.tool_calls) == calls
+
+
+@pytest.mark.parametrize("fmt, body", whole_call_bodies(), ids=["ollama", "gemini"])
+def test_whole_calls_over_the_stream_budget_read_as_cut(impl, fmt, body):
+    # Before: a whole call that did not fit read as {} with no error.
+    unlimited = impl.reassemble(body, format=fmt)
+    for budget in range(0, 400, 7):
+        result = impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=budget))
+        assert cut_or_whole(result, unlimited) == [], budget
+        assert all(c.arguments is not None or is_cut(c) for c in result.tool_calls)

@@ -19,7 +19,8 @@ from . import _dispatch, _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
                         parses, raise_first_error)
-from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, as_numbers, call_cut, event_dropped, line_dropped,
+                      stream_full, too_many)
 from ._results import ToolCall
 from ._state import RawJSON, StreamState
 from . import _anthropic, _gemini
@@ -366,6 +367,8 @@ cdef int _Q_NAME_CHANGED = Q_NAME_CHANGED
 cdef int _Q_NEW_CALL_SAME_INDEX = Q_NEW_CALL_SAME_INDEX
 cdef int _Q_RESENT_ID = Q_RESENT_ID
 cdef int _Q_RESENT_NAME = Q_RESENT_NAME
+cdef int _CUT_CALL_BYTES = CUT_CALL_BYTES
+cdef int _CUT_STREAM_BYTES = CUT_STREAM_BYTES
 
 # orjson writes no JSON value more than 4.5 times as long as it can be sent (1e15 becomes
 # 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.
@@ -413,7 +416,7 @@ cdef class _Slot:
     cdef int quirks
     cdef object call  # built when the protocol closed the call
     cdef Py_ssize_t call_nfrags
-    cdef bint over  # its arguments reached Limits.call_bytes: the rest is dropped
+    cdef int over  # the limit (a CUT_* code) its arguments reached: the rest is dropped
     cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
 
     def __cinit__(self):
@@ -435,6 +438,7 @@ cdef class _Text:
     """A choice's message text (content, reasoning, refusal) being received."""
     cdef bytearray buf
     cdef int pending
+    cdef bint cut  # Limits.stream_bytes cut it: text after the cut would leave a hole
 
     def __cinit__(self):
         self.buf = bytearray()
@@ -541,7 +545,7 @@ cdef class Accumulator:
     def __init__(self, format="openai-chat", limits=None):
         self._state = StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
-         self._max_event) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
+         self._max_event, self._state.error_limit) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
         self._state.event_limit = self._max_event
         self._halted_at = -1
         self._es_skipped = -1
@@ -1596,12 +1600,11 @@ cdef class Accumulator:
         n = PyByteArray_GET_SIZE(buf) - size
         if size + n > self._max_call:
             PyByteArray_Resize(buf, size)
-            slot.over = True
-            call_cut(self._state, self._max_call, slot.id, slot.name)
+            self._cut(slot, _CUT_CALL_BYTES)
             return 0
         if self._stream_over(n):
             PyByteArray_Resize(buf, size)
-            self._budget_spent()
+            self._cut(slot, _CUT_STREAM_BYTES)
             return 0
         self._kept += n
         slot.last_start = size
@@ -1620,6 +1623,7 @@ cdef class Accumulator:
         _unescape_into(t.buf, s)
         if self._stream_over(PyByteArray_GET_SIZE(t.buf) - size):
             PyByteArray_Resize(t.buf, size)
+            t.cut = True
             self._budget_spent()
             return 0
         self._kept += PyByteArray_GET_SIZE(t.buf) - size
@@ -1635,6 +1639,8 @@ cdef class Accumulator:
         t = texts[which]
         if t is None:
             t = texts[which] = _Text()
+        elif (<_Text>t).cut:
+            return None
         return <_Text>t
 
     # ---------------------------------------------------------------- chunks and fragments
@@ -1764,7 +1770,7 @@ cdef class Accumulator:
         if whole:
             slot = self._new_slot(cs, choice)
             if slot is None:
-                return None
+                return _refused(cs, None)
         elif index is None:
             quirks |= _Q_MISSING_INDEX
             slot = cs.latest
@@ -1772,19 +1778,19 @@ cdef class Accumulator:
                     name is not None and slot.name is not None and name != slot.name and slot.nfrags):
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, None)
         else:
             slot = cs.by_index.get(index)
             if slot is None:
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, None)
                 cs.by_index[index] = slot
             elif call_id is not None and slot.id is not None and call_id != slot.id:
                 if name is not None or _complete(slot):
                     slot = self._new_slot(cs, choice)
                     if slot is None:
-                        return None
+                        return _refused(cs, index)
                     cs.by_index[index] = slot
                     quirks |= _Q_NEW_CALL_SAME_INDEX
                 else:
@@ -1793,7 +1799,7 @@ cdef class Accumulator:
             elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, index)
                 cs.by_index[index] = slot
                 quirks |= _Q_NEW_CALL_SAME_INDEX
         cs.latest = slot
@@ -1848,11 +1854,10 @@ cdef class Accumulator:
         else:
             grow = n
         if size + grow > self._max_call:
-            slot.over = True
-            call_cut(self._state, self._max_call, slot.id, slot.name)
+            self._cut(slot, _CUT_CALL_BYTES)
             return 0
         if self._stream_over(grow):
-            self._budget_spent()
+            self._cut(slot, _CUT_STREAM_BYTES)
             return 0
         self._kept += grow
         if continues:
@@ -1883,6 +1888,16 @@ cdef class Accumulator:
             self._lazy_bound = 0
         return self._kept + grow > self._max_stream
 
+    cdef int _cut(self, _Slot slot, int limit) except -1:
+        """Cut a call at a limit (a CUT_* code): nothing more of it is kept, and it reads as truncated."""
+        slot.over = limit
+        slot.call_nfrags = -1  # a call built already (handed over whole) is built again, as cut
+        if limit == _CUT_CALL_BYTES:
+            call_cut(self._state, self._max_call, slot.id, slot.name)
+        else:
+            self._budget_spent()
+        return 0
+
     cdef int _budget_spent(self) except -1:
         if not self._full:
             self._full = True
@@ -1912,6 +1927,8 @@ cdef class Accumulator:
             except UnicodeEncodeError:
                 data, t.pending, joined = encode_fragment(text, 0)
         if self._stream_over(len(data)):
+            t.cut = True
+            t.pending = 0  # a surrogate pending at the cut is cut with it
             self._budget_spent()
             return
         self._kept += len(data)
@@ -1989,6 +2006,14 @@ cdef class Accumulator:
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
+
+
+cdef _Slot _refused(_ChoiceState cs, object index):
+    """Forget the call a refused new one would have replaced: no fragment meant for the new one goes to it."""
+    cs.latest = None
+    if index is not None:
+        del cs.by_index[index]
+    return None
 
 
 cdef bint _complete(_Slot slot):

@@ -17,7 +17,8 @@ from . import _dispatch, _framing, _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
-from ._limits import Limits, as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, Limits, as_numbers, call_cut, event_dropped, line_dropped,
+                      stream_full, too_many)
 from ._results import Result, ToolCall
 from ._state import StreamState
 from ._text import argument_bytes, encode_fragment, escape_surrogate
@@ -49,7 +50,7 @@ class _Slot:
         self.quirks = 0
         self.call: ToolCall | None = None  # built when the protocol closed the call
         self.call_nfrags = 0
-        self.over = False  # its arguments reached Limits.call_bytes: the rest is dropped
+        self.over = 0  # the limit (a CUT_* code) its arguments reached: the rest is dropped
         self.parsed: Any = None  # the arguments as a value, when the call arrived whole with them parsed
 
 
@@ -74,7 +75,7 @@ class Accumulator:
     def __init__(self, format: str = "openai-chat", limits: Limits | None = None) -> None:
         self._state = StreamState(_dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
-         self._max_event) = as_numbers(limits)
+         self._max_event, self._state.error_limit) = as_numbers(limits)
         self._state.event_limit = self._max_event
         self._kept = 0            # argument and text bytes held, against Limits.stream_bytes
         self._full = False        # Limits.stream_bytes was reached
@@ -526,19 +527,19 @@ class Accumulator:
                     name is not None and slot.name is not None and name != slot.name and slot.nfrags):
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, None)
         else:
             slot = cs.by_index.get(index)
             if slot is None:
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, None)
                 cs.by_index[index] = slot
             elif call_id is not None and slot.id is not None and call_id != slot.id:
                 if name is not None or _complete(slot):
                     slot = self._new_slot(cs, choice)
                     if slot is None:
-                        return None
+                        return _refused(cs, index)
                     cs.by_index[index] = slot
                     quirks |= Q_NEW_CALL_SAME_INDEX
                 else:
@@ -547,7 +548,7 @@ class Accumulator:
             elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, index)
                 cs.by_index[index] = slot
                 quirks |= Q_NEW_CALL_SAME_INDEX
         cs.latest = slot
@@ -596,11 +597,10 @@ class Accumulator:
             prefix = b""
             grow = n
         if size + grow > self._max_call:
-            slot.over = True
-            call_cut(self._state, self._max_call, slot.id, slot.name)
+            self._cut(slot, CUT_CALL_BYTES)
             return
         if self._kept + grow > self._max_stream:
-            self._budget_spent()
+            self._cut(slot, CUT_STREAM_BYTES)
             return
         self._kept += grow
         if continues:
@@ -617,6 +617,15 @@ class Accumulator:
             slot.last_start = len(buf)
             buf += data
         slot.nfrags += 1
+
+    def _cut(self, slot: _Slot, limit: int) -> None:
+        """Cut a call at a limit (a CUT_* code): nothing more of it is kept, and it reads as truncated."""
+        slot.over = limit
+        slot.call_nfrags = -1  # a call built already (handed over whole) is built again, as cut
+        if limit == CUT_CALL_BYTES:
+            call_cut(self._state, self._max_call, slot.id, slot.name)
+        else:
+            self._budget_spent()
 
     def _budget_spent(self) -> None:
         if not self._full:
@@ -636,7 +645,10 @@ class Accumulator:
             if len(self._texts) >= self._max_choices:
                 self._cap("choices")
                 return
-            texts = self._texts[choice] = [None, None, None, 0, 0, 0]
+            # content, reasoning, refusal; a high surrogate pending in each; whether each was cut
+            texts = self._texts[choice] = [None, None, None, 0, 0, 0, False, False, False]
+        if texts[6 + which]:
+            return  # cut at Limits.stream_bytes: text after the cut would leave a hole
         buf = texts[which]
         if buf is None:
             buf = texts[which] = bytearray()
@@ -649,6 +661,8 @@ class Accumulator:
             except UnicodeEncodeError:
                 data, texts[3 + which], _ = encode_fragment(text, 0)
         if self._kept + len(data) > self._max_stream:
+            texts[6 + which] = True
+            texts[3 + which] = 0  # a surrogate pending at the cut is cut with it
             self._budget_spent()
             return
         self._kept += len(data)
@@ -709,6 +723,13 @@ class Accumulator:
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
+
+
+def _refused(cs: _ChoiceState, index: int | None) -> None:
+    """Forget the call a refused new one would have replaced: no fragment meant for the new one goes to it."""
+    cs.latest = None
+    if index is not None:
+        del cs.by_index[index]
 
 
 def _complete(slot: _Slot) -> bool:
