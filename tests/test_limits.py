@@ -364,3 +364,79 @@ def test_whole_calls_over_the_stream_budget_read_as_cut(impl, fmt, body):
         result = impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=budget))
         assert cut_or_whole(result, unlimited) == [], budget
         assert all(c.arguments is not None or is_cut(c) for c in result.tool_calls)
+
+
+# ---------------------------------------------------------------- Limits.errors (issue 18)
+
+
+def bad_events(n):
+    return b"data: {not json\n\n" * n
+
+
+def test_errors_are_kept_up_to_the_limit_and_the_rest_counted(impl):
+    body = call_events(0, "call_a", "f", '{"a": 1}') + bad_events(500) + b"data: [1]\n\n" * 20
+    body += call_events(1, "call_b", "g", '{"b": 2}') + DONE
+    result = impl.reassemble(body, limits=Limits(errors=100))
+    assert [c.arguments for c in result.tool_calls] == [{"a": 1}, {"b": 2}]
+    assert len(result.errors) == 101
+    assert all(e.kind == "malformed chunk" for e in result.errors[:100])
+    last = result.errors[-1]
+    assert last.kind == "limit" and last.data == {"malformed chunk": 400, "unexpected shape": 20}
+    assert last.offset == body.index(b"data: {not json") + 100 * len(b"data: {not json\n\n")
+    assert str(last) == (f"limit at byte {last.offset}: Limits.errors (100) reached; 420 more errors were not kept "
+                         f"(400 malformed chunk, 20 unexpected shape)")
+
+
+def test_the_error_limit_default_and_none(impl):
+    assert Limits().errors == 1000
+    assert len(impl.reassemble(bad_events(1500)).errors) == 1001
+    assert len(impl.reassemble(bad_events(1500), limits=Limits(errors=None)).errors) == 1500
+    assert [e.kind for e in impl.reassemble(bad_events(3), limits=Limits(errors=0)).errors] == ["limit"]
+    assert len(impl.reassemble(bad_events(1000)).errors) == 1000  # exactly the limit: nothing counted
+
+
+def test_many_bad_events_keep_the_error_list_flat(impl):
+    # Before: one StreamError per bad event, 2 million of them took 2 GB. Now the list stays at the limit.
+    acc = impl.Accumulator(limits=Limits(errors=50))
+    piece = bad_events(1000)
+    tracemalloc.start()
+    for n in range(60):
+        acc.feed(piece)
+        if n == 9:
+            held = tracemalloc.get_traced_memory()[0]
+    grown = tracemalloc.get_traced_memory()[0] - held
+    tracemalloc.stop()
+    assert grown < 1 << 20  # 50,000 more bad events: before, some 25 MB of errors
+    result = acc.finalize()
+    assert len(result.errors) == 51 and result.errors[-1].data == {"malformed chunk": 60_000 - 50}
+
+
+def test_twins_agree_on_the_error_limit(both):
+    body = bad_events(30) + b"data: [2]\n\n" * 30 + call_events(0, "c", "f", '{"a": 1}')
+    for limit in (0, 1, 29, 30, 31, 59, 60, 61):
+        results = [i.reassemble(body, limits=Limits(errors=limit)) for i in both]
+        assert results[0] == results[1]
+        assert [(str(e), e.data) for e in results[0].errors] == [(str(e), e.data) for e in results[1].errors]
+
+
+def test_strict_raises_the_first_error_when_errors_were_counted(impl):
+    with pytest.raises(callstitch.StreamError) as caught:
+        impl.reassemble(bad_events(10), strict=True, limits=Limits(errors=2))
+    assert caught.value.kind == "malformed chunk" and caught.value.offset == 0
+
+
+# ---------------------------------------------------------------- values the accumulators take (issue 18)
+
+
+@pytest.mark.parametrize("name", ["call_bytes", "stream_bytes", "calls", "choices", "event_bytes", "errors"])
+def test_a_limit_beyond_what_the_accumulators_take_is_refused_at_construction(impl, name):
+    # Before: Limits(calls=2**70) passed, then the compiled twin raised OverflowError in Accumulator().
+    with pytest.raises(ValueError, match=f"Limits.{name} must be an int from 0 to 2\\*\\*62"):
+        Limits(**{name: 2 ** 70})
+    with pytest.raises(ValueError):
+        Limits(**{name: 2 ** 62 + 1})
+    with pytest.raises(ValueError):
+        Limits(**{name: True})
+    most = Limits(**{name: 2 ** 62})
+    body = call_events(0, "c", "f", '{"a": 1}') + DONE
+    assert impl.Accumulator(limits=most).feed(body)[0].arguments == {"a": 1}
