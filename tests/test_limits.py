@@ -440,3 +440,41 @@ def test_a_limit_beyond_what_the_accumulators_take_is_refused_at_construction(im
     most = Limits(**{name: 2 ** 62})
     body = call_events(0, "c", "f", '{"a": 1}') + DONE
     assert impl.Accumulator(limits=most).feed(body)[0].arguments == {"a": 1}
+
+
+# ---------------------------------------------------------------- wrong calls fail where they are made (issue 18)
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "auto", "bedrock", "ollama", "anthropic"])
+@pytest.mark.parametrize("bad", [5, 2.5, None, [1, 2], {"choices": []}, object()])
+def test_feed_takes_only_bytes_like_data(impl, fmt, bad):
+    # Before: the pure twin's feed(5) fed five NUL bytes (feed(10**10) would allocate 10 GB), and so did
+    # the compiled twin before it knew the framing; elsewhere the compiled twin raised TypeError.
+    acc = impl.Accumulator(format=fmt)
+    with pytest.raises(TypeError, match=r"feed\(\) takes bytes or str .*feed_chunk"):
+        acc.feed(bad)
+    assert acc.finalize().errors == []
+
+
+def test_feed_takes_bytes_bytearray_memoryview_and_str_alike(impl):
+    body = call_events(0, "c", "f", '{"a": "é"}') + DONE
+    expected = impl.reassemble(body)
+    import array
+    for data in (body, bytearray(body), memoryview(body), body.decode(), array.array("B", body)):
+        for fmt in ("openai-chat", "auto"):
+            acc = impl.Accumulator(format=fmt)
+            acc.feed(data)
+            assert acc.finalize().tool_calls == expected.tool_calls
+
+
+def test_feeding_after_finalize_is_an_error_and_finalize_twice_is_the_same_result(impl):
+    # Before: feed, feed_chunk and add after finalize() were silently ignored.
+    acc = impl.Accumulator()
+    acc.feed(call_events(0, "c", "f", '{"a": 1}'))
+    result = acc.finalize()
+    for call in (lambda: acc.feed(DONE), lambda: acc.feed(b""), lambda: acc.feed_chunk({"choices": []}),
+                 lambda: acc.add(0, arguments="x")):
+        with pytest.raises(RuntimeError, match=r"finalize\(\) was already called"):
+            call()
+    assert acc.finalize() is result and acc.finalize(strict=True) is result
+    assert result.tool_calls[0].arguments == {"a": 1}

@@ -22,7 +22,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
 from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, as_numbers, call_cut, event_dropped, line_dropped,
                       stream_full, too_many)
 from ._results import ToolCall
-from ._state import RawJSON, StreamState
+from ._state import RawJSON, StreamState, finalized
 from . import _anthropic, _gemini
 from ._gemini import _VALUE_KEYS
 from ._text import argument_bytes, encode_fragment, escape_surrogate
@@ -379,6 +379,7 @@ cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
 cdef object _route_framing = _framing.route
 cdef object _finish_framing = _framing.finish
+cdef object _fed_view = _framing.fed_view
 cdef object _close = _dispatch.close
 cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
@@ -573,6 +574,8 @@ cdef class Accumulator:
 
         Return the calls this data completed (closed by the protocol), each handed over once.
         """
+        if self._result is not None:
+            raise finalized("feed")
         self._feed_data(data)
         if not self._done:
             return []
@@ -584,6 +587,8 @@ cdef class Accumulator:
         cdef const unsigned char[::1] view
         if isinstance(data, str):
             data = (<str>data).encode("utf-8")
+        elif not isinstance(data, bytes):
+            data = _fed_view(data)
         if not self._in_place:
             if not isinstance(data, bytes):
                 data = bytes(data)
@@ -1650,6 +1655,8 @@ cdef class Accumulator:
 
         Return the calls this chunk completed, as feed() does.
         """
+        if self._result is not None:
+            raise finalized("feed_chunk")
         _handle_object(self, self._state, obj)
         if self._halting:
             self._ended_seen = self._state.ended
@@ -1661,6 +1668,8 @@ cdef class Accumulator:
 
     def add(self, index, *, id=None, name=None, arguments=None, choice=0):
         """Add one fragment of a call: the primitive the other ways in are built on."""
+        if self._result is not None:
+            raise finalized("add")
         if index is not None and type(index) is not int:
             raise TypeError(f"index must be an int or None, not {type(index).__name__}")
         if type(choice) is not int:
@@ -1939,7 +1948,8 @@ cdef class Accumulator:
     def finalize(self, strict=False):
         """Return the Result: every call parsed once; with strict=True raise the first error instead.
 
-        The stream ends here: a second call returns the same Result.
+        The stream ends here: a second call returns the same Result, and feed(), feed_chunk() or
+        add() after it raise RuntimeError.
         """
         if self._result is None:
             self._result = self._build()

@@ -20,7 +20,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
 from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, Limits, as_numbers, call_cut, event_dropped, line_dropped,
                       stream_full, too_many)
 from ._results import Result, ToolCall
-from ._state import StreamState
+from ._state import StreamState, finalized
 from ._text import argument_bytes, encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
@@ -112,6 +112,8 @@ class Accumulator:
 
         Return the calls this data completed (closed by the protocol), each handed over once.
         """
+        if self._result is not None:
+            raise finalized("feed")
         self._feed(data)
         return self._handed_over()
 
@@ -133,7 +135,7 @@ class Accumulator:
         if isinstance(data, str):
             data = data.encode("utf-8")
         elif not isinstance(data, bytes):
-            data = bytes(data)
+            data = bytes(_framing.fed_view(data))
         if not data or self._halted_at >= 0:
             return
         self._fed_len = len(data)
@@ -430,12 +432,16 @@ class Accumulator:
 
         Return the calls this chunk completed, as feed() does.
         """
+        if self._result is not None:
+            raise finalized("feed_chunk")
         _dispatch.handle_object(self, self._state, obj)
         return self._handed_over()
 
     def add(self, index: int | None, *, id: str | int | None = None, name: str | None = None,
             arguments: Any = None, choice: int = 0) -> None:
         """Add one fragment of a call: the primitive the other ways in are built on."""
+        if self._result is not None:
+            raise finalized("add")
         if index is not None and type(index) is not int:
             raise TypeError(f"index must be an int or None, not {type(index).__name__}")
         if type(choice) is not int:
@@ -673,7 +679,8 @@ class Accumulator:
     def finalize(self, strict: bool = False) -> Result:
         """Return the Result: every call parsed once; with strict=True raise the first error instead.
 
-        The stream ends here: a second call returns the same Result.
+        The stream ends here: a second call returns the same Result, and feed(), feed_chunk() or
+        add() after it raise RuntimeError.
         """
         if self._result is None:
             self._result = self._build()

@@ -25,6 +25,18 @@ _MIN_MESSAGE = 16      # prelude and message CRC
 _WHITESPACE = b" \t\r\n"
 
 
+def fed_view(data: Any) -> memoryview:
+    """Return a view of what feed() was given as raw bytes; TypeError for anything not bytes-like.
+
+    Written once for both twins: an int, say, must not become that many NUL bytes.
+    """
+    try:
+        return memoryview(data)
+    except TypeError:
+        raise TypeError(f"feed() takes bytes or str as read from the network, not {type(data).__name__}; "
+                        f"for a parsed chunk use feed_chunk()") from None
+
+
 def _prelude_ok(head: bytes) -> bool:
     total, headers = struct.unpack_from(">II", head)
     return (_MIN_MESSAGE <= total and headers <= total - _MIN_MESSAGE

@@ -77,6 +77,12 @@ def errors_not_kept(limit: int, counts: dict[str, int], first: int | None) -> St
                        offset=first, data=dict(counts))
 
 
+def finalized(method: str) -> RuntimeError:
+    """Return the error for feeding an accumulator whose stream finalize() has ended."""
+    return RuntimeError(f"{method}() after finalize(): finalize() was already called, and this Accumulator's "
+                        f"stream is over; use a new Accumulator for another stream")
+
+
 def error_text(error: Any) -> str:
     """Return a one-line description of an in-band error object."""
     if type(error) is dict:
