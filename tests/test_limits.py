@@ -478,3 +478,69 @@ def test_feeding_after_finalize_is_an_error_and_finalize_twice_is_the_same_resul
             call()
     assert acc.finalize() is result and acc.finalize(strict=True) is result
     assert result.tool_calls[0].arguments == {"a": 1}
+
+
+# ---------------------------------------------------------------- arguments nested past orjson's depth (issue 18)
+
+
+def nested(depth):
+    return '{"a":' * (depth - 1) + '{"b":[1,"é\\n",2.5,null,true]' + "}" * depth
+
+
+def ollama_deep(depth):
+    call = '{"function":{"name":"f","arguments":' + nested(depth) + "}}"
+    return ('{"model":"m","created_at":"x","message":{"role":"assistant","content":"","tool_calls":[' + call
+            + ']},"done":false}\n{"model":"m","created_at":"x","message":{"role":"assistant","content":""},'
+            '"done_reason":"stop","done":true}\n').encode()
+
+
+def gemini_deep(depth):
+    part = '{"functionCall":{"name":"f","args":' + nested(depth) + "}}"
+    return ('data: {"candidates":[{"content":{"role":"model","parts":[' + part + ']},"finishReason":"STOP"}]}'
+            "\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize("depth", [254, 255, 300, 1000])
+@pytest.mark.parametrize("fmt, make", [("ollama", ollama_deep), ("gemini", gemini_deep)], ids=["ollama", "gemini"])
+def test_whole_calls_nested_past_orjsons_depth_are_kept_in_both_twins(both, fmt, make, depth):
+    # Before: past 254 levels the compiled twin recorded no error and its raw_arguments raised, while
+    # the pure twin recorded "arguments are not JSON" and gave the call {} arguments.
+    body = make(depth)
+    results = [i.reassemble(body, format=fmt) for i in both]
+    from callstitch._text import compact_json
+    for result in results:
+        call, = result.tool_calls
+        assert result.errors == [] and call.error is None
+        assert call.raw_arguments == nested(depth)
+        # (== on values 1,000 deep would itself hit Python's recursion limit: compare their text)
+        assert compact_json(call.arguments) == nested(depth).encode()
+    assert [c.raw_arguments for c in results[0].tool_calls] == [c.raw_arguments for c in results[1].tool_calls]
+
+
+def test_object_arguments_nested_past_orjsons_depth_are_kept(impl):
+    # Arguments sent as a JSON value (GLM, llama-server) and an Anthropic tool block's initial input.
+    value = orjson.loads(nested(400))
+    acc = impl.Accumulator()
+    acc.add(0, id="c", name="f", arguments=value)
+    call, = acc.finalize().tool_calls
+    assert (call.arguments, call.raw_arguments, call.error) == (value, nested(400), None)
+    start = {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": value}}
+    stop = {"type": "content_block_stop", "index": 0}
+    acc = impl.Accumulator(format="anthropic")
+    acc.feed_chunk(start)
+    acc.feed_chunk(stop)
+    call, = acc.finalize().tool_calls
+    assert (call.arguments, call.raw_arguments, call.error) == (value, nested(400), None)
+
+
+def test_compact_json_writes_what_orjson_writes():
+    from callstitch._text import _compact_deep, compact_json
+    values = [c.value for c in CALLS] + [orjson.loads(SENT_ARGUMENTS), {}, [], "x", 1e15, -0.0, None,
+                                         {"k": [[], {}, [{"é": "😀\u2028\x00"}]]}, (1, 2)]
+    for value in values:
+        assert _compact_deep(value) == orjson.dumps(value) == compact_json(value)
+    with pytest.raises(TypeError):
+        compact_json({1: [[[]]] * 300})
+    with pytest.raises(TypeError):
+        compact_json(orjson.loads(nested(300)) | {"x": object()})

@@ -25,8 +25,8 @@ from ._results import ToolCall
 from ._state import RawJSON, StreamState, finalized
 from . import _anthropic, _gemini
 from ._gemini import _VALUE_KEYS
-from ._text import argument_bytes, encode_fragment, escape_surrogate
-from orjson import dumps as _dumps, loads as _loads
+from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
+from orjson import loads as _loads
 
 __all__ = ["Accumulator"]
 
@@ -399,7 +399,7 @@ cdef class _SentArguments:
         if self.text is None:
             raise TypeError("no arguments text: only the accumulator makes these")
         data = _compacted_text(self.text)
-        return _dumps(_loads(self.text)) if data is None else data
+        return compact_json(_loads(self.text)) if data is None else data
 
 
 cdef class _Slot:
@@ -1734,7 +1734,7 @@ cdef class Accumulator:
         data = _compacted_text(sent) if sent is not None else None
         try:
             if data is None:
-                data = _dumps(arguments)
+                data = compact_json(arguments)
         except TypeError as exc:
             self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
         else:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from orjson import JSONDecodeError as _JSONDecodeError
-from orjson import dumps as _dumps
 from orjson import loads as _loads
 
 from . import _dispatch, _framing, _openai_chat
@@ -21,7 +20,7 @@ from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, Limits, as_numbers, call
                       stream_full, too_many)
 from ._results import Result, ToolCall
 from ._state import StreamState, finalized
-from ._text import argument_bytes, encode_fragment, escape_surrogate
+from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
 
@@ -497,7 +496,7 @@ class Accumulator:
             if slot is None:
                 return  # over a limit: recorded, and the call dropped
             try:
-                data = _dumps(arguments)
+                data = compact_json(arguments)
             except TypeError as exc:
                 self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
             else:
