@@ -544,3 +544,69 @@ def test_compact_json_writes_what_orjson_writes():
         compact_json({1: [[[]]] * 300})
     with pytest.raises(TypeError):
         compact_json(orjson.loads(nested(300)) | {"x": object()})
+
+
+# ---------------------------------------------------------------- long lines stream past in linear time (issue 18)
+
+READ = 65536
+EVENT_LIMIT = 2 << 20
+
+
+def framing_cases():
+    """(format, what opens the long line or message, what follows it) per framing."""
+    from _formats import es_event
+    ollama_next = build("ollama", CALLS[:1])
+    # (under 16 MiB: its first byte is 0, which is how a body is known to be an event stream)
+    big_message = es_event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x" * (4 * EVENT_LIMIT)}})
+    return [("ollama", b'{"pad": "', b'"}\n' + ollama_next, ollama_next),
+            ("openai-chat", b'data: {"pad": "', b'"}\n\n' + call_events(0, "c", "f", '{"a": 1}') + DONE, None),
+            ("bedrock", big_message[:READ], big_message[READ:] + build("bedrock-eventstream", CALLS[:1]), None)]
+
+
+@pytest.mark.parametrize("fmt, head, rest, _", framing_cases(), ids=["ndjson", "sse", "eventstream"])
+def test_a_long_line_is_dropped_as_it_streams_and_what_follows_is_kept(impl, fmt, head, rest, _):
+    # Before: the pure twin's NDJSON framer joined the held line with each read (quadratic copying:
+    # a 1 GiB line took 236 s). Now: after each read, what is held stays within event_bytes and one
+    # read, and a read allocates no more than a fraction of the limit on the way (no copy of the line).
+    acc = impl.Accumulator(format=fmt, limits=Limits(event_bytes=EVENT_LIMIT))
+    acc.feed(head)
+    if fmt == "bedrock":
+        reads = [rest[i:i + READ] for i in range(0, 4 * EVENT_LIMIT, READ)]
+        rest = rest[4 * EVENT_LIMIT:]
+    else:
+        reads = (b"x" * READ for _ in range(8 * EVENT_LIMIT // READ))  # a new object each read
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for data in reads:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        acc.feed(data)
+        held, peak = tracemalloc.get_traced_memory()
+        assert held - base <= EVENT_LIMIT + EVENT_LIMIT // 4 + 2 * READ  # (with a bytearray's growth reserve)
+        assert peak - before <= EVENT_LIMIT // 2
+    tracemalloc.stop()
+    acc.feed(rest)
+    result = acc.finalize()
+    assert [e.kind for e in result.errors] == ["limit"]
+    assert "event_bytes (2 MiB)" in str(result.errors[0]) and result.errors[0].offset == 0
+    assert len(result.tool_calls) == 1 and result.tool_calls[0].error is None
+
+
+def test_a_long_ndjson_line_under_the_limit_is_joined_once(impl):
+    # A 6 MiB line under an 8 MiB limit, in 64 KiB reads: held in its pieces, joined once when it ends.
+    text = "y" * (6 << 20)
+    line = orjson.dumps({"model": "m", "message": {"role": "assistant", "content": text}, "done": False})
+    body = line + b"\n" + build("ollama", CALLS[:1])
+    acc = impl.Accumulator(format="ollama", limits=Limits(event_bytes=8 << 20))
+    cut = len(line) - READ
+    tracemalloc.start()
+    for i in range(0, cut, READ):
+        piece = body[i:i + READ]
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        acc.feed(piece)
+        assert tracemalloc.get_traced_memory()[1] - before <= 2 << 20
+    tracemalloc.stop()
+    acc.feed(body[(cut // READ + (cut % READ > 0)) * READ:])
+    result = acc.finalize()
+    assert result.errors == [] and result.text == text and len(result.tool_calls) == 1
