@@ -418,6 +418,7 @@ cdef class _Slot:
     cdef object call  # built when the protocol closed the call
     cdef Py_ssize_t call_nfrags
     cdef int over  # the limit (a CUT_* code) its arguments reached: the rest is dropped
+    cdef bint shared  # a call handed over holds buf: copy it before it changes (_unshare)
     cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
 
     def __cinit__(self):
@@ -1583,13 +1584,17 @@ cdef class Accumulator:
 
     cdef int _append_span(self, _Slot slot, const cs_span *s) except -1:
         """Append a scanned argument string to its slot, as _append does for bytes."""
-        cdef bytearray buf = slot.buf
-        cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+        cdef bytearray buf
+        cdef Py_ssize_t size
         cdef Py_ssize_t n
         cdef bytes head
         if slot.over:
             slot.pending = 0
             return 0
+        if slot.shared:
+            _unshare(slot)
+        buf = slot.buf
+        size = PyByteArray_GET_SIZE(buf)
         if slot.pending:
             # The scanner passes no lone surrogate, so a pending one has no partner: keep its text.
             head = escape_surrogate(slot.pending).encode()
@@ -1843,14 +1848,18 @@ cdef class Accumulator:
     cdef int _append(self, _Slot slot, bytes data) except -1:
         """Append one fragment's bytes, tracking whether the fragments are cumulative, within the limits."""
         cdef Py_ssize_t n = len(data)
-        cdef bytearray buf = slot.buf
-        cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+        cdef bytearray buf
+        cdef Py_ssize_t size
         cdef Py_ssize_t grow
         cdef object cumulative = slot.cumulative
         cdef bint continues
         cdef bytes prefix = b""
         if not n or slot.over:
             return 0
+        if slot.shared:
+            _unshare(slot)
+        buf = slot.buf
+        size = PyByteArray_GET_SIZE(buf)
         # Once two fragments have grown the text, one that repeats it all still fits cumulative
         # sending (the complete text resent at the end); a second fragment equal to the first does not.
         continues = slot.nfrags == 0 or (cumulative is not None and (
@@ -1989,12 +1998,13 @@ cdef class Accumulator:
             self._append(slot, escape_surrogate(slot.pending).encode())
             slot.pending = 0
         if slot.call is None or slot.call_nfrags != slot.nfrags:
-            # At the end the buffer is handed over; before it, it may still grow: copy it.
-            data = slot.buf if final else bytes(slot.buf)
+            # The call takes the buffer itself, not a copy (a call can be as big as Limits.call_bytes);
+            # before the end it may still grow: then it is copied first (_unshare).
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
-            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
+            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
                                   slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
             slot.call_nfrags = slot.nfrags
+            slot.shared = not final
         return slot.call
 
     def _complete(self, choice, index):
@@ -2016,6 +2026,13 @@ cdef class Accumulator:
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
+
+
+cdef int _unshare(_Slot slot) except -1:
+    """Give the slot a buffer of its own before it changes: the call handed over keeps the one it has."""
+    slot.buf = bytearray(slot.buf)
+    slot.shared = False
+    return 0
 
 
 cdef _Slot _refused(_ChoiceState cs, object index):

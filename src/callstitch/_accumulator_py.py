@@ -31,7 +31,7 @@ class _Slot:
     """One call being received: id, name and its argument bytes."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks", "call", "call_nfrags", "over", "parsed")
+                 "pending", "quirks", "call", "call_nfrags", "over", "shared", "parsed")
 
     def __init__(self, choice: int, seq: int, position: int) -> None:
         self.choice = choice
@@ -50,6 +50,7 @@ class _Slot:
         self.call: ToolCall | None = None  # built when the protocol closed the call
         self.call_nfrags = 0
         self.over = 0  # the limit (a CUT_* code) its arguments reached: the rest is dropped
+        self.shared = False  # a call handed over holds buf: copy it before it changes (_unshare)
         self.parsed: Any = None  # the arguments as a value, when the call arrived whole with them parsed
 
 
@@ -331,7 +332,7 @@ class Accumulator:
                 cs = self._choices.get(number)
                 slot = cs.by_index.get(index) if cs is not None else None
                 if (slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None
-                        and not slot.over):
+                        and not slot.over and not slot.shared):
                     if not arguments:
                         cs.latest = slot
                         return
@@ -586,6 +587,8 @@ class Accumulator:
         n = len(data)
         if not n or slot.over:
             return
+        if slot.shared:
+            _unshare(slot)
         buf = slot.buf
         size = len(buf)
         cumulative = slot.cumulative
@@ -705,12 +708,13 @@ class Accumulator:
             self._append(slot, escape_surrogate(slot.pending).encode())
             slot.pending = 0
         if slot.call is None or slot.call_nfrags != slot.nfrags:
-            # At the end the buffer is handed over; before it, it may still grow: copy it.
-            data = slot.buf if final else bytes(slot.buf)
+            # The call takes the buffer itself, not a copy (a call can be as big as Limits.call_bytes);
+            # before the end it may still grow: then it is copied first (_unshare).
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
-            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
+            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
                                   slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
             slot.call_nfrags = slot.nfrags
+            slot.shared = not final
         return slot.call
 
     def _complete(self, choice: int | None, index: int | None) -> None:
@@ -729,6 +733,12 @@ class Accumulator:
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
+
+
+def _unshare(slot: _Slot) -> None:
+    """Give the slot a buffer of its own before it changes: the call handed over keeps the one it has."""
+    slot.buf = bytearray(slot.buf)
+    slot.shared = False
 
 
 def _refused(cs: _ChoiceState, index: int | None) -> None:
