@@ -683,3 +683,27 @@ def test_a_call_handed_over_keeps_its_text_when_its_buffer_grows_after(impl):
     assert (handed.raw_arguments, handed.arguments) == ('{"a": 1}', {"a": 1})
     final, = acc.finalize().tool_calls
     assert final.raw_arguments == '{"a": 1} {"b": 2} ' and final.arguments is None
+
+
+def test_a_cut_call_takes_the_id_and_name_that_come_after_the_cut(impl):
+    # Found by the limits property test: the call was built at its finish with no id, cut; the id and
+    # name came with a later piece, which the cut call dropped, and the result kept the id None.
+    def run(limits):
+        acc = impl.Accumulator(limits=limits)
+        acc.add(0, arguments='{"a": ')
+        acc.feed(chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]))
+        acc.add(0, id="call_1", name="f", arguments="1}")
+        return acc.finalize()
+    unlimited, cut = run(None), run(Limits(stream_bytes=0))
+    assert cut_or_whole(cut, unlimited) == []
+    assert (cut.tool_calls[0].id, cut.tool_calls[0].name) == ("call_1", "f") and is_cut(cut.tool_calls[0])
+
+
+def test_a_cut_cumulative_call_keeps_its_text_as_sent(impl):
+    # Found by the limits property test: a call whose pieces each repeat the text before them keeps
+    # only the latest; cut, it must report what was sent ({ then {"), not the latest piece alone.
+    acc = impl.Accumulator(limits=Limits(call_bytes=2))
+    for piece in ("{", '{"', '{"a": 1}'):
+        acc.add(0, id="c", name="f", arguments=piece)
+    call, = acc.finalize().tool_calls
+    assert is_cut(call) and call.raw_arguments == '{{"'

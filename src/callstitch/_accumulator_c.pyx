@@ -1993,11 +1993,14 @@ cdef class Accumulator:
         return tuple(out)
 
     cdef object _settle(self, _Slot slot, bint final):
-        """Return the slot's finished call, built once (again only if fragments came after it was built)."""
+        """Return the slot's finished call, built once (again only if fragments, an id or a name came after it)."""
         if slot.pending:  # a high surrogate never joined: keep its escape text
             self._append(slot, escape_surrogate(slot.pending).encode())
             slot.pending = 0
-        if slot.call is None or slot.call_nfrags != slot.nfrags:
+        if (slot.call is None or slot.call_nfrags != slot.nfrags or slot.call.id != slot.id
+                or slot.call.name != slot.name):
+            # (built again too when a later fragment brought the id or name it lacked, with no arguments
+            # it kept: a piece for a cut call, or an empty one)
             # The call takes the buffer itself, not a copy (a call can be as big as Limits.call_bytes);
             # before the end it may still grow: then it is copied first (_unshare).
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)

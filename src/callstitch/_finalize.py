@@ -140,6 +140,8 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
         return ToolCall(call_id, name, choice, index, None, data, _not_an_object(parsed, data, call_id, name),
                         quirk_names(bits))
     if cut:
+        if cumulative is not None and len(cumulative) > 1:
+            data = b"".join(data[:n] for n in cumulative[:-1]) + data  # what was sent before the cut, as sent
         error = ArgumentsError("truncated", f"the rest of the arguments went past Limits.{CUT_LIMITS[cut]} and was "
                                f"dropped", call_id=call_id, name=name, offset=len(data), raw=data)
         return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
