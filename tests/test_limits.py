@@ -707,3 +707,25 @@ def test_a_cut_cumulative_call_keeps_its_text_as_sent(impl):
         acc.add(0, id="c", name="f", arguments=piece)
     call, = acc.finalize().tool_calls
     assert is_cut(call) and call.raw_arguments == '{{"'
+
+
+def test_vertex_streamed_calls_are_cut_never_altered(impl):
+    # Vertex sends a call's arguments as (JSON path, value) entries: the call is built whole at its close.
+    from _formats import VERTEX_CLOSE, gemini_chunk, gemini_sse, pa, vertex_args, vertex_open
+    body = gemini_sse([
+        gemini_chunk([{"text": "Looking it up."}]),
+        gemini_chunk([vertex_open("search", id="v1")]),
+        gemini_chunk([vertex_args(pa("$.query", "caf", cont=True))]),
+        gemini_chunk([vertex_args(pa("$.query", "é ☕ " * 10, cont=True))]),
+        gemini_chunk([vertex_args(pa("$.query", "!"), pa("$.n", 3))]),
+        gemini_chunk([VERTEX_CLOSE]),
+        gemini_chunk([vertex_open("fetch", id="v2")]),
+        gemini_chunk([vertex_args(pa("$.url", "https://example.com/" + "p" * 40))]),
+        gemini_chunk([VERTEX_CLOSE], finish="STOP")])
+    unlimited = impl.reassemble(body, format="gemini")
+    assert [c.id for c in unlimited.tool_calls] == ["v1", "v2"] and not unlimited.errors
+    for size in range(0, 200, 5):
+        for limits in (Limits(stream_bytes=size), Limits(call_bytes=size)):
+            for fmt in ("gemini", "auto"):
+                result = impl.reassemble(body, format=fmt, limits=limits)
+                assert cut_or_whole(result, unlimited) == [], (limits, fmt)
