@@ -729,3 +729,16 @@ def test_vertex_streamed_calls_are_cut_never_altered(impl):
             for fmt in ("gemini", "auto"):
                 result = impl.reassemble(body, format=fmt, limits=limits)
                 assert cut_or_whole(result, unlimited) == [], (limits, fmt)
+
+
+def test_the_choices_limit_counts_choices_with_calls_and_choices_with_text_together(impl):
+    # Before: the calls and the texts each took Limits.choices choices of their own (choices=1 kept 2).
+    acc = impl.Accumulator(limits=Limits(choices=1))
+    acc._text(0, 0, "hello")
+    acc.add(0, id="x", name="f", arguments="{}", choice=1)
+    acc._text(2, 0, "more")
+    acc.add(0, id="y", name="g", arguments="{}", choice=0)
+    result = acc.finalize()
+    assert [ch.index for ch in result.choices] == [0]
+    assert [c.id for c in result.tool_calls] == ["y"] and result.text == "hello"
+    assert [e.kind for e in result.errors] == ["limit"]

@@ -499,6 +499,7 @@ cdef class Accumulator:
     cdef Py_ssize_t _lazy_bound
     cdef bint _full
     cdef set _capped
+    cdef Py_ssize_t _nchoices  # choices met, by their calls or their texts, against Limits.choices
     cdef bint _skipping  # dropping the rest of an over-long line
     cdef const unsigned char *_cr_free  # within the read being framed: no CR before this
     cdef bint _halting  # stop right after the stream's terminator (batch reprocessing)
@@ -1642,8 +1643,7 @@ cdef class Accumulator:
     cdef _Text _text_buf(self, object number, int which):
         cdef list texts = self._texts.get(number)
         if texts is None:
-            if len(self._texts) >= self._max_choices:
-                self._cap("choices")
+            if not self._choice_fits(number):
                 return None
             texts = self._texts[number] = [None, None, None]
         t = texts[which]
@@ -1776,8 +1776,7 @@ cdef class Accumulator:
             quirks |= _Q_EMPTY_NAME
         cs = self._choices.get(choice)
         if cs is None:
-            if len(self._choices) >= self._max_choices:
-                self._cap("choices")
+            if not self._choice_fits(choice):
                 return None
             cs = _ChoiceState()
             self._choices[choice] = cs
@@ -1921,6 +1920,16 @@ cdef class Accumulator:
             self._full = True
             stream_full(self._state, self._max_stream)
         return 0
+
+    cdef bint _choice_fits(self, object choice) except -1:
+        """Tell whether a choice new to the calls or the texts fits Limits.choices, both counted together."""
+        if choice in self._choices or choice in self._texts:
+            return True
+        if self._nchoices >= self._max_choices:
+            self._cap("choices")
+            return False
+        self._nchoices += 1
+        return True
 
     cdef int _cap(self, str name) except -1:
         """Record, once, that a stream has more calls or choices than its limits allow."""

@@ -80,6 +80,7 @@ class Accumulator:
         self._kept = 0            # argument and text bytes held, against Limits.stream_bytes
         self._full = False        # Limits.stream_bytes was reached
         self._capped: set[str] = set()  # the limits on calls and choices already reported
+        self._nchoices = 0        # choices met, by their calls or their texts, against Limits.choices
         self._slots: list[_Slot] = []
         self._choices: dict[int, _ChoiceState] = {}
         self._texts: dict[int, list] = {}
@@ -522,8 +523,7 @@ class Accumulator:
             quirks |= Q_EMPTY_NAME
         cs = self._choices.get(choice)
         if cs is None:
-            if len(self._choices) >= self._max_choices:
-                self._cap("choices")
+            if not self._choice_fits(choice):
                 return None
             cs = self._choices[choice] = _ChoiceState()
         if index is None:
@@ -640,6 +640,16 @@ class Accumulator:
             self._full = True
             stream_full(self._state, self._max_stream)
 
+    def _choice_fits(self, choice: int) -> bool:
+        """Tell whether a choice new to the calls or the texts fits Limits.choices, both counted together."""
+        if choice in self._choices or choice in self._texts:
+            return True
+        if self._nchoices >= self._max_choices:
+            self._cap("choices")
+            return False
+        self._nchoices += 1
+        return True
+
     def _cap(self, name: str) -> None:
         """Record, once, that a stream has more calls or choices than its limits allow."""
         if name not in self._capped:
@@ -650,8 +660,7 @@ class Accumulator:
         """Append message text (content, reasoning or refusal) of a choice."""
         texts = self._texts.get(choice)
         if texts is None:
-            if len(self._texts) >= self._max_choices:
-                self._cap("choices")
+            if not self._choice_fits(choice):
                 return
             # content, reasoning, refusal; a high surrogate pending in each; whether each was cut
             texts = self._texts[choice] = [None, None, None, 0, 0, 0, False, False, False]
