@@ -2008,10 +2008,9 @@ cdef class Accumulator:
             slot.pending = 0
         if (slot.call is None or slot.call_nfrags != slot.nfrags or slot.call.id != slot.id
                 or slot.call.name != slot.name):
-            # (built again too when a later fragment brought the id or name it lacked, with no arguments
-            # it kept: a piece for a cut call, or an empty one)
-            # The call takes the buffer itself, not a copy (a call can be as big as Limits.call_bytes);
-            # before the end it may still grow: then it is copied first (_unshare).
+            # Built again when a later fragment brought an id or a name even with no arguments kept (an
+            # empty piece, or one a limit cut). The call takes the buffer itself, not a copy (a call can
+            # be as big as Limits.call_bytes); before the end it may still grow: then it is copied first.
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
                                   slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None)
