@@ -364,14 +364,16 @@ def memory_pass(kind: str, impl: str, gigabytes: float) -> dict:
         t0 = time.perf_counter()
         acc = accumulator(format="openai-chat")
         # The generator's own peak came before `base`, so the process maximum (ru_maxrss) would
-        # hide ours: sample the current RSS instead, every 256 reads and after finalize.
+        # hide ours: sample the current RSS instead, every 256 reads and after finalize. fed_peak is
+        # the growth while the call streams in: the read that completes it (its finish reason)
+        # also parses it, which the peak after finalize counts.
         fed_peak = base
+        handed = False
         for n, data in enumerate(workload.reads(pieces, READ)):
-            acc.feed(data)
-            fed += len(data)
-            if n % 256 == 0:
+            if not handed and n % 256 == 0:
                 fed_peak = max(fed_peak, rss_now())
-        fed_peak = max(fed_peak, rss_now())  # before the arguments are parsed
+            handed = bool(acc.feed(data)) or handed
+            fed += len(data)
         calls = acc.finalize().tool_calls
         seconds = time.perf_counter() - t0
         # Read before checking: the check's own copies must not count.

@@ -1,14 +1,20 @@
 """Coverage-guided fuzzing of both accumulator twins with atheris.
 
-Each input is split into a format choice, read sizes and a body; both twins reassemble it and
-must agree, and neither may crash or raise. Run it (see fuzz/README.md):
+Each input is split into a format choice, read sizes, random limits and a body; both twins
+reassemble it and must agree, and neither may crash or raise; and under the random limits every
+call must be the unlimited one whole or marked cut (never altered), every text a prefix of the
+unlimited one (tests/_cutcheck.py). Run it (see fuzz/README.md):
 
     python fuzz/fuzz_accumulator.py fuzz/corpus -max_total_time=600
 """
 
 import sys
+from pathlib import Path
 
 import atheris
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _cutcheck import cut_or_whole  # noqa: E402  (the rule, written once for the tests and here)
 
 with atheris.instrument_imports(include=["callstitch"]):
     import callstitch  # noqa: F401  (instrumented: the Python side counts for coverage too)
@@ -27,20 +33,46 @@ def summary(result):
     return calls, errors, result.complete, result.format, result.text, result.reasoning, result.finish_reason
 
 
-def run(implementation, fmt, body, cuts, limits):
+def result_of(implementation, fmt, body, cuts, limits):
     acc = implementation.Accumulator(format=fmt, limits=limits)
     pos = 0
     for cut in cuts:
         acc.feed(body[pos:cut])
         pos = cut
     acc.feed(body[pos:])
-    return summary(acc.finalize())
+    return acc.finalize()
+
+
+def run(implementation, fmt, body, cuts, limits):
+    return summary(result_of(implementation, fmt, body, cuts, limits))
+
+
+def random_limits(fdp):
+    """Return Limits with each of call_bytes, stream_bytes, calls, choices absent or small (event_bytes: none).
+
+    A dropped event (Limits.event_bytes) loses bytes no limit can account for: it is left out here.
+    """
+    def pick(most):
+        return None if fdp.ConsumeBool() else fdp.ConsumeIntInRange(0, most)
+    return callstitch.Limits(call_bytes=pick(512), stream_bytes=pick(2048), calls=pick(6), choices=pick(3),
+                             event_bytes=None)
+
+
+def check_cut_or_whole(fmt, body, cuts, limits):
+    """Fail when a limit altered a call or holed a text, for either twin."""
+    for implementation in (_accumulator_c, _accumulator_py):
+        unlimited = result_of(implementation, fmt, body, [], None)
+        limited = result_of(implementation, fmt, body, cuts, limits)
+        problems = cut_or_whole(limited, unlimited)
+        if problems:
+            raise AssertionError(f"{implementation.__name__} on {fmt} under {limits}: {problems}")
 
 
 def test_one_input(data):
     fdp = atheris.FuzzedDataProvider(data)
     fmt = FORMATS[fdp.ConsumeIntInRange(0, len(FORMATS) - 1)]
     limits = LIMITS if fdp.ConsumeBool() else None
+    cut_limits = random_limits(fdp)
     raw_cuts = [fdp.ConsumeIntInRange(0, 1 << 16) for _ in range(fdp.ConsumeIntInRange(0, 8))]
     body = fdp.ConsumeBytes(fdp.remaining_bytes())
     cuts = sorted(cut % (len(body) + 1) for cut in raw_cuts)
@@ -51,6 +83,10 @@ def test_one_input(data):
     whole = run(_accumulator_c, fmt, body, [], limits)
     if whole != c:
         raise AssertionError(f"split reads changed the result on {fmt}:\nwhole: {whole!r}\nsplit: {c!r}")
+    limited = [run(i, fmt, body, cuts, cut_limits) for i in (_accumulator_c, _accumulator_py)]
+    if limited[0] != limited[1]:
+        raise AssertionError(f"twins disagree on {fmt} under {cut_limits}:\nc:  {limited[0]!r}\npy: {limited[1]!r}")
+    check_cut_or_whole(fmt, body, cuts, cut_limits)
 
 
 def main():

@@ -190,3 +190,14 @@ def test_a_whole_calls_raw_arguments_are_what_came_not_what_the_caller_changed(i
     assert [c.raw_arguments for c in handed] == [sent] * 3
     assert [c.raw_arguments for c in copies] == [sent] * 3
     assert acc.finalize().tool_calls == handed
+
+
+def test_chunks_after_result_was_read_pass_through_tee_unfed():
+    # .result finishes the stream; the accumulator refuses feed() after finalize(), the tee must not.
+    first, second = build("anthropic", CALLS[:1]), build("anthropic", CALLS[1:2])
+    t = callstitch.tee([first, second])
+    it = iter(t)
+    assert next(it) == first
+    assert [c.name for c in t.result.tool_calls] == [CALLS[0].name]
+    assert list(it) == [second]
+    assert [c.name for c in t.result.tool_calls] == [CALLS[0].name]

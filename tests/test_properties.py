@@ -281,3 +281,71 @@ def test_twins_agree_on_mangled_streams(both, body, data):
 def test_mangled_streams_split_anywhere(impl, body, data):
     whole = impl.reassemble(body)
     assert feed_split(impl, body, data.draw(cuts_for(body))) == whole
+
+
+# ---------------------------------------------------------------- limits cut, never alter (issue 18)
+
+from _cutcheck import cut_or_whole  # noqa: E402
+
+from callstitch import Limits  # noqa: E402
+
+
+@st.composite
+def random_limits(draw, body: bytes):
+    """Return Limits that bite somewhere in body: each limit absent, tiny, or anywhere up to the body's size.
+
+    Limits.event_bytes stays None: a dropped event loses bytes no limit can account for.
+    """
+    size = len(body)
+    pick = lambda most: draw(st.one_of(st.none(), st.integers(0, 8), st.integers(0, max(most, 0))))  # noqa: E731
+    return Limits(call_bytes=pick(size // 2), stream_bytes=pick(size // 2), calls=pick(5), choices=pick(3),
+                  event_bytes=None)
+
+
+def _check_limits(impl, body, data):
+    unlimited = impl.reassemble(body)
+    limits = data.draw(random_limits(body))
+    limited = impl.reassemble(body, limits=limits)
+    assert cut_or_whole(limited, unlimited) == [], limits
+    acc = impl.Accumulator(limits=limits)
+    for piece in _pieces(body, data.draw(cuts_for(body))):
+        acc.feed(piece)
+    assert acc.finalize() == limited
+    return limits, limited
+
+
+def _pieces(body, cuts):
+    last = 0
+    for c in cuts:
+        yield body[last:c]
+        last = c
+    yield body[last:]
+
+
+@SETTINGS
+@given(stream=clean_streams(), data=st.data())
+def test_a_limit_keeps_a_call_whole_or_marks_it_cut(impl, stream, data):
+    body, _ = stream
+    _check_limits(impl, body, data)
+
+
+@SETTINGS
+@given(stream=clean_streams(quirky=True), data=st.data())
+def test_a_limit_keeps_a_quirky_call_whole_or_marks_it_cut(impl, stream, data):
+    body, _ = stream
+    _check_limits(impl, body, data)
+
+
+@SETTINGS
+@given(body=mangled_streams(), data=st.data())
+def test_a_limit_keeps_a_call_of_a_mangled_stream_whole_or_marks_it_cut(impl, body, data):
+    _check_limits(impl, body, data)
+
+
+@SETTINGS
+@given(body=mangled_streams(), data=st.data())
+def test_twins_agree_under_random_limits(both, body, data):
+    limits = data.draw(random_limits(body))
+    c, py = (i.reassemble(body, limits=limits) for i in both)
+    assert c == py
+    assert [(e.kind, e.offset, e.detail) for e in c.errors] == [(e.kind, e.offset, e.detail) for e in py.errors]

@@ -9,7 +9,6 @@ event it does not fully understand goes to the shared general path (_dispatch, o
 
 from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE,
                                  PyByteArray_Resize)
-from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -21,15 +20,16 @@ from ._wire import framing as _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
                         parses, raise_first_error)
-from ._limits import as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, as_numbers, call_cut, event_dropped, line_dropped,
+                      stream_full, too_many)
 from ._formats.recognition import unrecognised
 from ._results import ToolCall
-from ._state import STRAY_KEPT, RawJSON, StreamState
+from ._state import STRAY_KEPT, RawJSON, StreamState, finalized
 from ._formats import anthropic as _anthropic
 from ._formats import gemini as _gemini
 from ._formats.gemini import _VALUE_KEYS
-from ._text import argument_bytes, encode_fragment, escape_surrogate
-from orjson import dumps as _dumps, loads as _loads
+from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
+from orjson import loads as _loads
 
 __all__ = ["Accumulator"]
 
@@ -377,6 +377,8 @@ cdef int _Q_NAME_CHANGED = Q_NAME_CHANGED
 cdef int _Q_NEW_CALL_SAME_INDEX = Q_NEW_CALL_SAME_INDEX
 cdef int _Q_RESENT_ID = Q_RESENT_ID
 cdef int _Q_RESENT_NAME = Q_RESENT_NAME
+cdef int _CUT_CALL_BYTES = CUT_CALL_BYTES
+cdef int _CUT_STREAM_BYTES = CUT_STREAM_BYTES
 
 # orjson writes no JSON value more than 4.5 times as long as it can be sent (1e15 becomes
 # 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.
@@ -387,6 +389,7 @@ cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
 cdef object _route_framing = _framing.route
 cdef object _finish_framing = _framing.finish
+cdef object _fed_view = _framing.fed_view
 cdef object _close = _dispatch.close
 cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
@@ -408,7 +411,7 @@ cdef class _SentArguments:
         if self.text is None:
             raise TypeError("no arguments text: only the accumulator makes these")
         data = _compacted_text(self.text)
-        return _dumps(_loads(self.text)) if data is None else data
+        return compact_json(_loads(self.text)) if data is None else data
 
 
 cdef class _Slot:
@@ -426,7 +429,8 @@ cdef class _Slot:
     cdef int quirks
     cdef object call  # built when the protocol closed the call
     cdef Py_ssize_t call_nfrags
-    cdef bint over  # its arguments reached Limits.call_bytes: the rest is dropped
+    cdef int over  # the limit (a CUT_* code) its arguments reached: the rest is dropped
+    cdef bint shared  # a call handed over holds buf: copy it before it changes (_unshare)
     cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
     cdef bint custom  # an OpenAI custom tool call: its input text is the arguments, never parsed
 
@@ -449,6 +453,7 @@ cdef class _Text:
     """A choice's message text (content, reasoning, refusal) being received."""
     cdef bytearray buf
     cdef int pending
+    cdef bint cut  # Limits.stream_bytes cut it: text after the cut would leave a hole
 
     def __cinit__(self):
         self.buf = bytearray()
@@ -510,6 +515,7 @@ Reassemble the tool calls of one streamed response.
     cdef Py_ssize_t _lazy_bound
     cdef bint _full
     cdef set _capped
+    cdef Py_ssize_t _nchoices  # choices met, by their calls or their texts, against Limits.choices
     cdef bint _skipping  # dropping the rest of an over-long line
     cdef const unsigned char *_cr_free  # within the read being framed: no CR before this
     cdef bint _halting  # stop right after the stream's terminator (batch reprocessing)
@@ -565,7 +571,7 @@ Reassemble the tool calls of one streamed response.
     def __init__(self, format="auto", limits=None):
         self._state = StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
-         self._max_event) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
+         self._max_event, self._state.error_limit) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
         self._state.event_limit = self._max_event
         self._halted_at = -1
         self._es_skipped = -1
@@ -593,6 +599,8 @@ Reassemble the tool calls of one streamed response.
 
         Return the calls this data completed (closed by the protocol), each handed over once.
         """
+        if self._result is not None:
+            raise finalized("feed")
         self._feed_data(data)
         if not self._done:
             return []
@@ -604,8 +612,8 @@ Reassemble the tool calls of one streamed response.
         cdef const unsigned char[::1] view
         if isinstance(data, str):
             data = (<str>data).encode("utf-8")
-        elif not isinstance(data, bytes) and not PyObject_CheckBuffer(data):
-            raise _framing.feed_type_error(data)
+        elif not isinstance(data, bytes):
+            data = _fed_view(data)
         if not self._in_place:
             if not isinstance(data, bytes):
                 data = bytes(data)
@@ -1741,13 +1749,17 @@ Reassemble the tool calls of one streamed response.
 
     cdef int _append_span(self, _Slot slot, const cs_span *s) except -1:
         """Append a scanned argument string to its slot, as _append does for bytes."""
-        cdef bytearray buf = slot.buf
-        cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+        cdef bytearray buf
+        cdef Py_ssize_t size
         cdef Py_ssize_t n
         cdef bytes head
         if slot.over:
             slot.pending = 0
             return 0
+        if slot.shared:
+            _unshare(slot)
+        buf = slot.buf
+        size = PyByteArray_GET_SIZE(buf)
         if slot.pending:
             # The scanner passes no lone surrogate, so a pending one has no partner: keep its text.
             head = escape_surrogate(slot.pending).encode()
@@ -1763,12 +1775,11 @@ Reassemble the tool calls of one streamed response.
         n = PyByteArray_GET_SIZE(buf) - size
         if size + n > self._max_call:
             PyByteArray_Resize(buf, size)
-            slot.over = True
-            call_cut(self._state, self._max_call, slot.id, slot.name)
+            self._cut(slot, _CUT_CALL_BYTES)
             return 0
         if self._stream_over(n):
             PyByteArray_Resize(buf, size)
-            self._budget_spent()
+            self._cut(slot, _CUT_STREAM_BYTES)
             return 0
         self._kept += n
         slot.last_start = size
@@ -1787,6 +1798,7 @@ Reassemble the tool calls of one streamed response.
         _unescape_into(t.buf, s)
         if self._stream_over(PyByteArray_GET_SIZE(t.buf) - size):
             PyByteArray_Resize(t.buf, size)
+            t.cut = True
             self._budget_spent()
             return 0
         self._kept += PyByteArray_GET_SIZE(t.buf) - size
@@ -1795,13 +1807,14 @@ Reassemble the tool calls of one streamed response.
     cdef _Text _text_buf(self, object number, int which):
         cdef list texts = self._texts.get(number)
         if texts is None:
-            if len(self._texts) >= self._max_choices:
-                self._cap("choices")
+            if not self._choice_fits(number):
                 return None
             texts = self._texts[number] = [None, None, None]
         t = texts[which]
         if t is None:
             t = texts[which] = _Text()
+        elif (<_Text>t).cut:
+            return None
         return <_Text>t
 
     # ---------------------------------------------------------------- chunks and fragments
@@ -1811,6 +1824,8 @@ Reassemble the tool calls of one streamed response.
 
         Return the calls this chunk completed, as feed() does.
         """
+        if self._result is not None:
+            raise finalized("feed_chunk")
         _handle_object(self, self._state, obj)
         if self._halting:
             self._ended_seen = self._state.ended
@@ -1822,6 +1837,8 @@ Reassemble the tool calls of one streamed response.
 
     def add(self, index, *, id=None, name=None, arguments=None, choice=0):
         """Add one fragment of a call: the primitive the other ways in are built on."""
+        if self._result is not None:
+            raise finalized("add")
         if index is not None and type(index) is not int:
             raise TypeError(f"index must be an int or None, not {type(index).__name__}")
         if type(choice) is not int:
@@ -1897,7 +1914,7 @@ Reassemble the tool calls of one streamed response.
         data = _compacted_text(sent) if sent is not None else None
         try:
             if data is None:
-                data = _dumps(arguments)
+                data = compact_json(arguments)
         except TypeError as exc:
             self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
         else:
@@ -1934,15 +1951,14 @@ Reassemble the tool calls of one streamed response.
             quirks |= _Q_EMPTY_NAME
         cs = self._choices.get(choice)
         if cs is None:
-            if len(self._choices) >= self._max_choices:
-                self._cap("choices")
+            if not self._choice_fits(choice):
                 return None
             cs = _ChoiceState()
             self._choices[choice] = cs
         if whole:
             slot = self._new_slot(cs, choice)
             if slot is None:
-                return None
+                return _refused(cs, None)
         elif index is None:
             quirks |= _Q_MISSING_INDEX
             slot = cs.latest
@@ -1950,19 +1966,19 @@ Reassemble the tool calls of one streamed response.
                     name is not None and slot.name is not None and name != slot.name and slot.nfrags):
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, None)
         else:
             slot = cs.by_index.get(index)
             if slot is None:
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, None)
                 cs.by_index[index] = slot
             elif call_id is not None and slot.id is not None and call_id != slot.id:
                 if name is not None or _complete(slot):
                     slot = self._new_slot(cs, choice)
                     if slot is None:
-                        return None
+                        return _refused(cs, index)
                     cs.by_index[index] = slot
                     quirks |= _Q_NEW_CALL_SAME_INDEX
                 else:
@@ -1971,7 +1987,7 @@ Reassemble the tool calls of one streamed response.
             elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, index)
                 cs.by_index[index] = slot
                 quirks |= _Q_NEW_CALL_SAME_INDEX
         cs.latest = slot
@@ -2006,14 +2022,18 @@ Reassemble the tool calls of one streamed response.
     cdef int _append(self, _Slot slot, bytes data) except -1:
         """Append one fragment's bytes, tracking whether the fragments are cumulative, within the limits."""
         cdef Py_ssize_t n = len(data)
-        cdef bytearray buf = slot.buf
-        cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+        cdef bytearray buf
+        cdef Py_ssize_t size
         cdef Py_ssize_t grow
         cdef object cumulative = slot.cumulative
         cdef bint continues
         cdef bytes prefix = b""
         if not n or slot.over:
             return 0
+        if slot.shared:
+            _unshare(slot)
+        buf = slot.buf
+        size = PyByteArray_GET_SIZE(buf)
         # Once two fragments have grown the text, one that repeats it all still fits cumulative
         # sending (the complete text resent at the end); a second fragment equal to the first does not.
         continues = slot.nfrags == 0 or (cumulative is not None and (
@@ -2026,11 +2046,10 @@ Reassemble the tool calls of one streamed response.
         else:
             grow = n
         if size + grow > self._max_call:
-            slot.over = True
-            call_cut(self._state, self._max_call, slot.id, slot.name)
+            self._cut(slot, _CUT_CALL_BYTES)
             return 0
         if self._stream_over(grow):
-            self._budget_spent()
+            self._cut(slot, _CUT_STREAM_BYTES)
             return 0
         self._kept += grow
         if continues:
@@ -2061,11 +2080,31 @@ Reassemble the tool calls of one streamed response.
             self._lazy_bound = 0
         return self._kept + grow > self._max_stream
 
+    cdef int _cut(self, _Slot slot, int limit) except -1:
+        """Cut a call at a limit (a CUT_* code): nothing more of it is kept, and it reads as truncated."""
+        slot.over = limit
+        slot.call_nfrags = -1  # a call built already (handed over whole) is built again, as cut
+        if limit == _CUT_CALL_BYTES:
+            call_cut(self._state, self._max_call, slot.id, slot.name)
+        else:
+            self._budget_spent()
+        return 0
+
     cdef int _budget_spent(self) except -1:
         if not self._full:
             self._full = True
             stream_full(self._state, self._max_stream)
         return 0
+
+    cdef bint _choice_fits(self, object choice) except -1:
+        """Tell whether a choice new to the calls or the texts fits Limits.choices, both counted together."""
+        if choice in self._choices or choice in self._texts:
+            return True
+        if self._nchoices >= self._max_choices:
+            self._cap("choices")
+            return False
+        self._nchoices += 1
+        return True
 
     cdef int _cap(self, str name) except -1:
         """Record, once, that a stream has more calls or choices than its limits allow."""
@@ -2090,6 +2129,8 @@ Reassemble the tool calls of one streamed response.
             except UnicodeEncodeError:
                 data, t.pending, joined = encode_fragment(text, 0)
         if self._stream_over(len(data)):
+            t.cut = True
+            t.pending = 0  # a surrogate pending at the cut is cut with it
             self._budget_spent()
             return
         self._kept += len(data)
@@ -2100,7 +2141,8 @@ Reassemble the tool calls of one streamed response.
     def finalize(self, strict=False):
         """Return the Result: every call parsed once; with strict=True raise the first error instead.
 
-        The stream ends here: a second call returns the same Result.
+        The stream ends here: a second call returns the same Result, and feed(), feed_chunk() or
+        add() after it raise RuntimeError.
         """
         if self._result is None:
             self._result = self._build()
@@ -2136,18 +2178,21 @@ Reassemble the tool calls of one streamed response.
         return tuple(out)
 
     cdef object _settle(self, _Slot slot, bint final):
-        """Return the slot's finished call, built once (again only if fragments came after it was built)."""
+        """Return the slot's finished call, built once (again only if fragments, an id or a name came after it)."""
         if slot.pending:  # a high surrogate never joined: keep its escape text
             self._append(slot, escape_surrogate(slot.pending).encode())
             slot.pending = 0
-        if slot.call is None or slot.call_nfrags != slot.nfrags:
-            # At the end the buffer is handed over; before it, it may still grow: copy it.
-            data = slot.buf if final else bytes(slot.buf)
+        if (slot.call is None or slot.call_nfrags != slot.nfrags or slot.call.id != slot.id
+                or slot.call.name != slot.name):
+            # Built again when a later fragment brought an id or a name even with no arguments kept (an
+            # empty piece, or one a limit cut). The call takes the buffer itself, not a copy (a call can
+            # be as big as Limits.call_bytes); before the end it may still grow: then it is copied first.
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
-            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
+            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
                                   slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
                                   slot.custom)
             slot.call_nfrags = slot.nfrags
+            slot.shared = not final
         return slot.call
 
     def _complete(self, choice, index):
@@ -2169,6 +2214,21 @@ Reassemble the tool calls of one streamed response.
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
+
+
+cdef int _unshare(_Slot slot) except -1:
+    """Give the slot a buffer of its own before it changes: the call handed over keeps the one it has."""
+    slot.buf = bytearray(slot.buf)
+    slot.shared = False
+    return 0
+
+
+cdef _Slot _refused(_ChoiceState cs, object index):
+    """Forget the call a refused new one would have replaced: no fragment meant for the new one goes to it."""
+    cs.latest = None
+    if index is not None:
+        del cs.by_index[index]
+    return None
 
 
 cdef bint _complete(_Slot slot):

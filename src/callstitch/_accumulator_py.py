@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from orjson import JSONDecodeError as _JSONDecodeError
-from orjson import dumps as _dumps
 from orjson import loads as _loads
 
 from ._formats import dispatch as _dispatch
@@ -19,11 +18,12 @@ from ._formats import openai_chat as _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
-from ._limits import Limits, as_numbers, call_cut, event_dropped, line_dropped, stream_full, too_many
+from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, Limits, as_numbers, call_cut, event_dropped, line_dropped,
+                      stream_full, too_many)
 from ._formats.recognition import unrecognised
 from ._results import Result, ToolCall
-from ._state import StreamState
-from ._text import argument_bytes, encode_fragment, escape_surrogate
+from ._state import StreamState, finalized
+from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
 
@@ -34,7 +34,7 @@ class _Slot:
     """One call being received: id, name and its argument bytes."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks", "call", "call_nfrags", "over", "parsed", "custom")
+                 "pending", "quirks", "call", "call_nfrags", "over", "shared", "parsed", "custom")
 
     def __init__(self, choice: int, seq: int, position: int) -> None:
         self.choice = choice
@@ -52,7 +52,8 @@ class _Slot:
         self.quirks = 0
         self.call: ToolCall | None = None  # built when the protocol closed the call
         self.call_nfrags = 0
-        self.over = False  # its arguments reached Limits.call_bytes: the rest is dropped
+        self.over = 0  # the limit (a CUT_* code) its arguments reached: the rest is dropped
+        self.shared = False  # a call handed over holds buf: copy it before it changes (_unshare)
         self.parsed: Any = None  # the arguments as a value, when the call arrived whole with them parsed
         self.custom = False  # an OpenAI custom tool call: its input text is the arguments, never parsed
 
@@ -78,11 +79,12 @@ class Accumulator:
     def __init__(self, format: str = "auto", limits: Limits | None = None) -> None:
         self._state = StreamState(_dispatch.check_format(format))
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
-         self._max_event) = as_numbers(limits)
+         self._max_event, self._state.error_limit) = as_numbers(limits)
         self._state.event_limit = self._max_event
         self._kept = 0            # argument and text bytes held, against Limits.stream_bytes
         self._full = False        # Limits.stream_bytes was reached
         self._capped: set[str] = set()  # the limits on calls and choices already reported
+        self._nchoices = 0        # choices met, by their calls or their texts, against Limits.choices
         self._slots: list[_Slot] = []
         self._choices: dict[int, _ChoiceState] = {}
         self._texts: dict[int, list] = {}
@@ -115,6 +117,8 @@ class Accumulator:
 
         Return the calls this data completed (closed by the protocol), each handed over once.
         """
+        if self._result is not None:
+            raise finalized("feed")
         self._feed(data)
         return self._handed_over()
 
@@ -136,7 +140,7 @@ class Accumulator:
         if isinstance(data, str):
             data = data.encode("utf-8")
         elif not isinstance(data, bytes):
-            data = _framing.as_bytes(data)
+            data = bytes(_framing.fed_view(data))
         if not data or self._halted_at >= 0:
             return
         self._fed_len = len(data)
@@ -336,7 +340,7 @@ class Accumulator:
                 cs = self._choices.get(number)
                 slot = cs.by_index.get(index) if cs is not None else None
                 if (slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None
-                        and not slot.over):
+                        and not slot.over and not slot.shared):
                     if not arguments:
                         cs.latest = slot
                         return
@@ -438,12 +442,16 @@ class Accumulator:
 
         Return the calls this chunk completed, as feed() does.
         """
+        if self._result is not None:
+            raise finalized("feed_chunk")
         _dispatch.handle_object(self, self._state, obj)
         return self._handed_over()
 
     def add(self, index: int | None, *, id: str | int | None = None, name: str | None = None,
             arguments: Any = None, choice: int = 0) -> None:
         """Add one fragment of a call: the primitive the other ways in are built on."""
+        if self._result is not None:
+            raise finalized("add")
         if index is not None and type(index) is not int:
             raise TypeError(f"index must be an int or None, not {type(index).__name__}")
         if type(choice) is not int:
@@ -510,7 +518,7 @@ class Accumulator:
             if slot is None:
                 return  # over a limit: recorded, and the call dropped
             try:
-                data = _dumps(arguments)
+                data = compact_json(arguments)
             except TypeError as exc:
                 self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
             else:
@@ -535,8 +543,7 @@ class Accumulator:
             quirks |= Q_EMPTY_NAME
         cs = self._choices.get(choice)
         if cs is None:
-            if len(self._choices) >= self._max_choices:
-                self._cap("choices")
+            if not self._choice_fits(choice):
                 return None
             cs = self._choices[choice] = _ChoiceState()
         if index is None:
@@ -546,19 +553,19 @@ class Accumulator:
                     name is not None and slot.name is not None and name != slot.name and slot.nfrags):
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, None)
         else:
             slot = cs.by_index.get(index)
             if slot is None:
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, None)
                 cs.by_index[index] = slot
             elif call_id is not None and slot.id is not None and call_id != slot.id:
                 if name is not None or _complete(slot):
                     slot = self._new_slot(cs, choice)
                     if slot is None:
-                        return None
+                        return _refused(cs, index)
                     cs.by_index[index] = slot
                     quirks |= Q_NEW_CALL_SAME_INDEX
                 else:
@@ -567,7 +574,7 @@ class Accumulator:
             elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
                 slot = self._new_slot(cs, choice)
                 if slot is None:
-                    return None
+                    return _refused(cs, index)
                 cs.by_index[index] = slot
                 quirks |= Q_NEW_CALL_SAME_INDEX
         cs.latest = slot
@@ -600,6 +607,8 @@ class Accumulator:
         n = len(data)
         if not n or slot.over:
             return
+        if slot.shared:
+            _unshare(slot)
         buf = slot.buf
         size = len(buf)
         cumulative = slot.cumulative
@@ -616,11 +625,10 @@ class Accumulator:
             prefix = b""
             grow = n
         if size + grow > self._max_call:
-            slot.over = True
-            call_cut(self._state, self._max_call, slot.id, slot.name)
+            self._cut(slot, CUT_CALL_BYTES)
             return
         if self._kept + grow > self._max_stream:
-            self._budget_spent()
+            self._cut(slot, CUT_STREAM_BYTES)
             return
         self._kept += grow
         if continues:
@@ -638,10 +646,29 @@ class Accumulator:
             buf += data
         slot.nfrags += 1
 
+    def _cut(self, slot: _Slot, limit: int) -> None:
+        """Cut a call at a limit (a CUT_* code): nothing more of it is kept, and it reads as truncated."""
+        slot.over = limit
+        slot.call_nfrags = -1  # a call built already (handed over whole) is built again, as cut
+        if limit == CUT_CALL_BYTES:
+            call_cut(self._state, self._max_call, slot.id, slot.name)
+        else:
+            self._budget_spent()
+
     def _budget_spent(self) -> None:
         if not self._full:
             self._full = True
             stream_full(self._state, self._max_stream)
+
+    def _choice_fits(self, choice: int) -> bool:
+        """Tell whether a choice new to the calls or the texts fits Limits.choices, both counted together."""
+        if choice in self._choices or choice in self._texts:
+            return True
+        if self._nchoices >= self._max_choices:
+            self._cap("choices")
+            return False
+        self._nchoices += 1
+        return True
 
     def _cap(self, name: str) -> None:
         """Record, once, that a stream has more calls or choices than its limits allow."""
@@ -653,10 +680,12 @@ class Accumulator:
         """Append message text (content, reasoning or refusal) of a choice."""
         texts = self._texts.get(choice)
         if texts is None:
-            if len(self._texts) >= self._max_choices:
-                self._cap("choices")
+            if not self._choice_fits(choice):
                 return
-            texts = self._texts[choice] = [None, None, None, 0, 0, 0]
+            # content, reasoning, refusal; a high surrogate pending in each; whether each was cut
+            texts = self._texts[choice] = [None, None, None, 0, 0, 0, False, False, False]
+        if texts[6 + which]:
+            return  # cut at Limits.stream_bytes: text after the cut would leave a hole
         buf = texts[which]
         if buf is None:
             buf = texts[which] = bytearray()
@@ -669,6 +698,8 @@ class Accumulator:
             except UnicodeEncodeError:
                 data, texts[3 + which], _ = encode_fragment(text, 0)
         if self._kept + len(data) > self._max_stream:
+            texts[6 + which] = True
+            texts[3 + which] = 0  # a surrogate pending at the cut is cut with it
             self._budget_spent()
             return
         self._kept += len(data)
@@ -679,7 +710,8 @@ class Accumulator:
     def finalize(self, strict: bool = False) -> Result:
         """Return the Result: every call parsed once; with strict=True raise the first error instead.
 
-        The stream ends here: a second call returns the same Result.
+        The stream ends here: a second call returns the same Result, and feed(), feed_chunk() or
+        add() after it raise RuntimeError.
         """
         if self._result is None:
             self._result = self._build()
@@ -701,18 +733,21 @@ class Accumulator:
         return build_result(calls, texts, self._state)
 
     def _settle(self, slot: _Slot, final: bool) -> ToolCall:
-        """Return the slot's finished call, built once (again only if fragments came after it was built)."""
+        """Return the slot's finished call, built once (again only if fragments, an id or a name came after it)."""
         if slot.pending:  # a high surrogate never joined: keep its escape text
             self._append(slot, escape_surrogate(slot.pending).encode())
             slot.pending = 0
-        if slot.call is None or slot.call_nfrags != slot.nfrags:
-            # At the end the buffer is handed over; before it, it may still grow: copy it.
-            data = slot.buf if final else bytes(slot.buf)
+        if (slot.call is None or slot.call_nfrags != slot.nfrags or slot.call.id != slot.id
+                or slot.call.name != slot.name):
+            # Built again when a later fragment brought an id or a name even with no arguments kept (an
+            # empty piece, or one a limit cut). The call takes the buffer itself, not a copy (a call can
+            # be as big as Limits.call_bytes); before the end it may still grow: then it is copied first.
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
-            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, data, cumulative,
+            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
                                   slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
                                   slot.custom)
             slot.call_nfrags = slot.nfrags
+            slot.shared = not final
         return slot.call
 
     def _complete(self, choice: int | None, index: int | None) -> None:
@@ -731,6 +766,19 @@ class Accumulator:
         for slot in slots:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
+
+
+def _unshare(slot: _Slot) -> None:
+    """Give the slot a buffer of its own before it changes: the call handed over keeps the one it has."""
+    slot.buf = bytearray(slot.buf)
+    slot.shared = False
+
+
+def _refused(cs: _ChoiceState, index: int | None) -> None:
+    """Forget the call a refused new one would have replaced: no fragment meant for the new one goes to it."""
+    cs.latest = None
+    if index is not None:
+        del cs.by_index[index]
 
 
 def _complete(slot: _Slot) -> bool:

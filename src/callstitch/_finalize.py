@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from ._limits import CUT_LIMITS
 from ._results import ArgumentsError, Choice, Result, ToolCall
 from ._state import RawJSON
 
@@ -125,14 +126,14 @@ def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: 
 
 
 def make_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
-              cumulative: list[int] | None, last_start: int, bits: int, cut: bool = False,
+              cumulative: list[int] | None, last_start: int, bits: int, cut: int = 0,
               parsed: Any = None, custom: bool = False) -> ToolCall:
     """Build one finished ToolCall from a slot's state: its arguments parsed once.
 
-    cut: the arguments went past Limits.call_bytes and the rest was dropped; they are reported
-    as truncated whatever the kept part looks like. parsed: the arguments as a value, when the
-    call arrived whole with them already parsed (data is then their compact JSON). custom: an
-    OpenAI custom tool call, whose input text is its arguments, as sent.
+    cut: 0, or the limit (a _limits.CUT_* code) the arguments went past, the rest dropped; they
+    are then reported as truncated whatever the kept part looks like. parsed: the arguments as a
+    value, when the call arrived whole with them already parsed (data is then their compact JSON).
+    custom: an OpenAI custom tool call, whose input text is its arguments, as sent.
     """
     if custom:
         return _custom_call(choice, index, call_id, name, data, cumulative, bits, cut)
@@ -142,15 +143,17 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
         return ToolCall(call_id, name, choice, index, None, data, _not_an_object(parsed, data, call_id, name),
                         quirk_names(bits))
     if cut:
-        error = ArgumentsError("truncated", "the rest of the arguments went past Limits.call_bytes and was dropped",
-                               call_id=call_id, name=name, offset=len(data), raw=data)
+        if cumulative is not None and len(cumulative) > 1:
+            data = b"".join(data[:n] for n in cumulative[:-1]) + data  # what was sent before the cut, as sent
+        error = ArgumentsError("truncated", f"the rest of the arguments went past Limits.{CUT_LIMITS[cut]} and was "
+                               f"dropped", call_id=call_id, name=name, offset=len(data), raw=data)
         return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
     data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name)
     return ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more))
 
 
 def _custom_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
-                 cumulative: list[int] | None, bits: int, cut: bool) -> ToolCall:
+                 cumulative: list[int] | None, bits: int, cut: int) -> ToolCall:
     """Build a custom (free-form) call: its input is any text, kept exactly as sent, never parsed."""
     if cumulative is not None and len(cumulative) > 1:
         # The slot keeps only the latest of fragments that each began with the one before: no
@@ -158,7 +161,7 @@ def _custom_call(choice: int, index: int, call_id: str | None, name: str | None,
         data = b"".join(data[:n] for n in cumulative[:-1]) + data
     text = bytes(data).decode("utf-8", "replace")
     if cut:
-        error = ArgumentsError("truncated", "the rest of the input went past Limits.call_bytes and was dropped",
+        error = ArgumentsError("truncated", f"the rest of the input went past Limits.{CUT_LIMITS[cut]} and was dropped",
                                call_id=call_id, name=name, offset=len(data), raw=data)
         return ToolCall(call_id, name, choice, index, None, text, error, quirk_names(bits), "custom")
     return ToolCall(call_id, name, choice, index, text, text, None, quirk_names(bits), "custom")
@@ -190,7 +193,7 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
         ordered += group
         content, reasoning, refusal = texts.get(k, _NO_TEXT)
         choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(k), group))
-    return Result(ordered, list(state.errors), state.complete, state.format, choices, _usage(state))
+    return Result(ordered, state.result_errors(), state.complete, state.format, choices, _usage(state))
 
 
 def one_choice_result(calls: list[ToolCall], texts: tuple | None, state: Any) -> Result:
@@ -202,12 +205,12 @@ def one_choice_result(calls: list[ToolCall], texts: tuple | None, state: Any) ->
     reasons = state.finish_reasons
     if texts is None:
         if not calls and not reasons:
-            return Result([], list(state.errors), state.complete, state.format, [], usage)
+            return Result([], state.result_errors(), state.complete, state.format, [], usage)
         choice = Choice(0, None, None, None, reasons.get(0), calls)
     else:
         content, reasoning, refusal = texts
         choice = Choice(0, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(0), calls)
-    return Result(list(calls), list(state.errors), state.complete, state.format, [choice], usage)
+    return Result(list(calls), state.result_errors(), state.complete, state.format, [choice], usage)
 
 
 _NO_TEXT = (None, None, None)

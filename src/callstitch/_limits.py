@@ -8,13 +8,21 @@ from typing import Any
 MiB = 1 << 20
 UNLIMITED = 1 << 62  # what None becomes inside the accumulators: a number no stream reaches
 
+# Why a call was cut (_Slot.over in both twins): 0, not cut.
+CUT_CALL_BYTES = 1
+CUT_STREAM_BYTES = 2
+CUT_LIMITS = {CUT_CALL_BYTES: "call_bytes", CUT_STREAM_BYTES: "stream_bytes"}
+
 
 @dataclass(frozen=True)
 class Limits:
     """How much one stream may hold; each limit is a number, or None for no limit.
 
     Going past a limit records a StreamError of kind "limit" naming the limit and the call or
-    event, drops only what is over it, and keeps everything else.
+    event, drops only what is over it, and keeps everything else. A limit cuts, never alters:
+    a call it reaches keeps nothing after that point and reads as truncated (arguments None,
+    error kind "truncated"); a text it reaches keeps only what came before. A number above
+    2**62 is refused (ValueError): use None for no limit.
     """
 
     call_bytes: int | None = 64 * MiB
@@ -28,22 +36,29 @@ class Limits:
     event_bytes: int | None = 64 * MiB
     """Bytes of one SSE line or event, NDJSON line or event-stream message; a longer one is dropped
     as it arrives, never held."""
+    errors: int | None = 1000
+    """Stream errors kept in Result.errors; further ones are only counted, and one last error of
+    kind "limit" says how many were not kept (and where the first of them was)."""
 
     def __post_init__(self) -> None:
-        for name in ("call_bytes", "stream_bytes", "calls", "choices", "event_bytes"):
+        for name in _FIELDS:
             value = getattr(self, name)
-            if value is not None and (type(value) is not int or value < 0):
-                raise ValueError(f"Limits.{name} must be a non-negative int or None, not {value!r}")
+            if value is not None and (type(value) is not int or not 0 <= value <= UNLIMITED):
+                raise ValueError(f"Limits.{name} must be an int from 0 to 2**62, or None for no limit, "
+                                 f"not {value!r}")
         # What the accumulators take, worked out once: a gateway or batch job makes one per stream.
         object.__setattr__(self, "_numbers", tuple(UNLIMITED if v is None else v for v in (
-            self.call_bytes, self.stream_bytes, self.calls, self.choices, self.event_bytes)))
+            self.call_bytes, self.stream_bytes, self.calls, self.choices, self.event_bytes, self.errors)))
+
+
+_FIELDS = ("call_bytes", "stream_bytes", "calls", "choices", "event_bytes", "errors")
 
 
 DEFAULT_LIMITS = Limits()
 
 
-def as_numbers(limits: Limits | None) -> tuple[int, int, int, int, int]:
-    """Return (call_bytes, stream_bytes, calls, choices, event_bytes) with None as UNLIMITED."""
+def as_numbers(limits: Limits | None) -> tuple[int, int, int, int, int, int]:
+    """Return (call_bytes, stream_bytes, calls, choices, event_bytes, errors) with None as UNLIMITED."""
     if limits is None:
         return _DEFAULT_NUMBERS
     if not isinstance(limits, Limits):
@@ -78,8 +93,8 @@ def call_cut(state: Any, limit: int, call_id: Any, name: Any) -> None:
 
 def stream_full(state: Any, limit: int) -> None:
     """Record that the stream's byte budget ran out."""
-    state.error("limit", f"{describe('stream_bytes', limit)} exceeded; further arguments and text are dropped",
-                None)
+    state.error("limit", f"{describe('stream_bytes', limit)} exceeded; each call or text that reached it is cut "
+                         f"there (a call reads as truncated), and only what still fits is kept after it", None)
 
 
 def too_many(state: Any, name: str, limit: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._limits import describe
 from ._results import StreamError
 
 STRAY_KEPT = 4096  # bytes of the first stray line kept: for an excerpt, and to tell a JSON line's format
@@ -13,7 +14,7 @@ class StreamState:
     """Errors, finish reasons, usage, whether the stream ended, and the format adapter's own notes."""
 
     __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "framer",
-                 "head", "event_limit", "ended",
+                 "head", "event_limit", "ended", "error_limit", "errors_over", "errors_over_from",
                  "recognised", "misnamed", "stray", "first_event")
 
     def __init__(self, format: str) -> None:
@@ -27,6 +28,9 @@ class StreamState:
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once
         self.ended = False  # the stream's terminator ([DONE]) has come: nothing after it is this stream's
         self.errors: list[StreamError] = []
+        self.error_limit = 1 << 62  # Limits.errors: errors kept; further ones are only counted …
+        self.errors_over: dict[str, int] = {}  # … here, by kind …
+        self.errors_over_from: int | None = None  # … and where the first of them was
         self.finish_reasons: dict[int, str] = {}
         self.usage: Any = None
         self.complete = False
@@ -42,6 +46,12 @@ class StreamState:
 
     def error(self, kind: str, detail: str, offset: int | None, data: Any = None) -> None:
         """Record a problem met in the stream."""
+        if len(self.errors) >= self.error_limit:
+            # A stream of millions of bad events must not take memory by the error: count the rest.
+            if not self.errors_over:
+                self.errors_over_from = offset
+            self.errors_over[kind] = self.errors_over.get(kind, 0) + 1
+            return
         if isinstance(data, (bytes, bytearray)):
             data = bytes(data[:200]).decode("utf-8", "replace")
         self.errors.append(StreamError(kind, detail, offset=offset, data=data))
@@ -50,6 +60,13 @@ class StreamState:
         """Note the first line that is no event of the framing (an HTML tag, noise), for _recognition."""
         if self.stray is None:
             self.stray = (offset, bytes(line[:STRAY_KEPT]))
+
+    def result_errors(self) -> list[StreamError]:
+        """Return the errors for the Result: those kept, then one saying how many more were not."""
+        errors = list(self.errors)
+        if self.errors_over:
+            errors.append(errors_not_kept(self.error_limit, self.errors_over, self.errors_over_from))
+        return errors
 
     def finish(self, choice: int, reason: str) -> None:
         """Record a choice's finish reason; a finish reason ends the stream's calls."""
@@ -62,6 +79,23 @@ class StreamState:
         if index is None:
             index = self.keys[key] = len(self.keys)
         return index
+
+
+def errors_not_kept(limit: int, counts: dict[str, int], first: int | None) -> StreamError:
+    """Return the last error of a stream that had more than Limits.errors: how many, of which kinds, from where.
+
+    Its data is the count of each kind not kept, a dict (for a caller that totals kinds).
+    """
+    total = sum(counts.values())
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda item: -item[1]))
+    return StreamError("limit", f"{describe('errors', limit)} reached; {total} more errors were not kept ({kinds})",
+                       offset=first, data=dict(counts))
+
+
+def finalized(method: str) -> RuntimeError:
+    """Return the error for feeding an accumulator whose stream finalize() has ended."""
+    return RuntimeError(f"{method}() after finalize(): finalize() was already called, and this Accumulator's "
+                        f"stream is over; use a new Accumulator for another stream")
 
 
 def error_text(error: Any) -> str:

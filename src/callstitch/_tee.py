@@ -88,7 +88,8 @@ class Tee(_Tap):
         feed, hand = self._acc.feed, self._on_call is not None  # looked up once: this runs per chunk
         try:
             for chunk in self._chunks:
-                calls = feed(chunk)
+                # Once .result was read the stream is finished: later chunks pass through unfed.
+                calls = feed(chunk) if self._result is None else None
                 if calls and hand:
                     self._hand(calls)
                 yield chunk
@@ -108,7 +109,7 @@ class ATee(_Tap):
         feed, hand = self._acc.feed, self._on_call is not None  # looked up once: this runs per chunk
         try:
             async for chunk in self._chunks:
-                calls = feed(chunk)
+                calls = feed(chunk) if self._result is None else None
                 if calls and hand:
                     await self._ahand(calls)
                 yield chunk

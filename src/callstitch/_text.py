@@ -67,6 +67,59 @@ def argument_bytes(arguments: Any, pending: int) -> tuple[bytes, int, int, str |
         return bytes(arguments), pending, 0, None
     # Arguments sent as a JSON value instead of a string (Ollama, GLM, llama-server).
     try:
-        return orjson.dumps(arguments), pending, Q_OBJECT_ARGUMENTS, None
+        return compact_json(arguments), pending, Q_OBJECT_ARGUMENTS, None
     except TypeError as exc:
         return b"", pending, Q_OBJECT_ARGUMENTS, f"arguments are not JSON: {exc}"
+
+
+def compact_json(value: Any) -> bytes:
+    """Return value as orjson writes it, also when it is nested deeper than orjson writes (254 levels).
+
+    The arguments of a call that came whole were parsed from JSON nested up to 1,024 levels;
+    their text must come back from any of them, in both twins alike.
+    """
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        if "Recursion limit" not in str(exc):
+            raise
+    return _compact_deep(value)
+
+
+_END = object()
+
+
+def _compact_deep(value: Any) -> bytes:
+    """Write value as orjson would with no depth limit: containers here, without recursion; leaves by orjson."""
+    out = bytearray()
+    open_items: list[list] = []  # per open container: [its items' iterator, whether a dict, items written]
+
+    def start(item: Any) -> None:
+        if isinstance(item, dict):
+            out.extend(b"{")
+            open_items.append([iter(item.items()), True, 0])
+        elif isinstance(item, (list, tuple)):
+            out.extend(b"[")
+            open_items.append([iter(item), False, 0])
+        else:
+            out.extend(orjson.dumps(item))
+
+    start(value)
+    while open_items:
+        top = open_items[-1]
+        item = next(top[0], _END)
+        if item is _END:
+            open_items.pop()
+            out.extend(b"}" if top[1] else b"]")
+            continue
+        if top[2]:
+            out.extend(b",")
+        top[2] += 1
+        if top[1]:
+            key, item = item
+            if type(key) is not str:
+                raise TypeError("Dict key must be str")
+            out.extend(orjson.dumps(key))
+            out.extend(b":")
+        start(item)
+    return bytes(out)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 
 from .._state import error_text
+from .._text import compact_json
 
 _EVENTS = frozenset(("message_start", "content_block_start", "content_block_delta", "content_block_stop",
                      "message_delta", "message_stop", "ping"))
@@ -118,7 +118,7 @@ def _settle(acc: Any, state: Any, index: Any) -> None:
     state.notes["streamed"].add(index)
     initial = tools[index]
     if initial:  # {} (the usual placeholder) and None mean "no arguments"
-        acc._fragment(0, index, None, None, orjson.dumps(initial))
+        acc._fragment(0, index, None, None, compact_json(initial))
 
 
 def close(acc: Any, state: Any) -> None:

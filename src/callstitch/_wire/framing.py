@@ -33,14 +33,15 @@ def feed_type_error(data: Any) -> TypeError:
                      "for a parsed chunk use feed_chunk()")
 
 
-def as_bytes(data: Any) -> bytes:
-    """Return the bytes of what feed() was given that is not bytes or str: anything with the buffer protocol."""
+def fed_view(data: Any) -> memoryview:
+    """Return a view of what feed() was given as raw bytes; TypeError for anything not bytes-like.
+
+    Written once for both twins: an int, say, must not become that many NUL bytes.
+    """
     try:
-        view = memoryview(data)
+        return memoryview(data)
     except TypeError:
         raise feed_type_error(data) from None
-    with view:
-        return view.tobytes()
 
 
 def _prelude_ok(head: bytes) -> bool:
@@ -71,7 +72,10 @@ class NDJSONFramer:
     def __init__(self, acc: Any, state: Any) -> None:
         self._acc = acc
         self._state = state
-        self._tail = b""
+        # The start of a line still arriving, in the pieces it came in: joined once, when the line
+        # ends, so a long line costs its length, not its length times the number of reads.
+        self._held: list[bytes] = []
+        self._held_size = 0
         self._offset = 0
         self._started = False
         self._skipping = False  # dropping the rest of an over-long line
@@ -79,10 +83,10 @@ class NDJSONFramer:
     def feed(self, data: bytes) -> None:
         """Take more bytes; hand over every complete line."""
         if not self._started:
-            data = self._tail + data
-            self._tail = b""
+            data = b"".join([*self._held, data])
+            self._held, self._held_size = [], 0
             if len(data) < 3 and _BOM.startswith(data):
-                self._tail = data
+                self._hold(data)
                 return
             self._started = True
             if data.startswith(_BOM):
@@ -96,19 +100,36 @@ class NDJSONFramer:
             self._skipping = False
             self._offset += end + 1
             data = data[end + 1:]
-        buf = self._tail + data if self._tail else data
-        lines = buf.split(b"\n")
-        self._tail = lines.pop()
+        end = data.find(b"\n")
+        if end < 0:
+            if data:
+                self._hold(data)
+            return
+        if self._held:
+            self._held.append(data[:end])
+            line = b"".join(self._held)
+            self._held, self._held_size = [], 0
+            self._line(line, self._offset)
+            self._offset += len(line) + 1
+            data = data[end + 1:]
+        lines = data.split(b"\n")
+        tail = lines.pop()
         pos = self._offset
         for line in lines:
             self._line(line, pos)
             pos += len(line) + 1
         self._offset = pos
-        if len(self._tail) > self._state.event_limit:
-            # A line over Limits.event_bytes is dropped as it arrives, never held.
+        if tail:
+            self._hold(tail)
+
+    def _hold(self, piece: bytes) -> None:
+        """Keep a piece of the line still arriving; a line over Limits.event_bytes is dropped as it arrives."""
+        self._held.append(piece)
+        self._held_size += len(piece)
+        if self._held_size > self._state.event_limit:
             line_dropped(self._state, self._state.event_limit, self._offset)
-            self._offset += len(self._tail)
-            self._tail = b""
+            self._offset += self._held_size
+            self._held, self._held_size = [], 0
             self._skipping = True
 
     def _line(self, line: bytes, pos: int) -> None:
@@ -119,7 +140,8 @@ class NDJSONFramer:
 
     def end(self) -> None:
         """Hand over a last line that had no line end."""
-        tail, self._tail = self._tail, b""
+        tail = b"".join(self._held)
+        self._held, self._held_size = [], 0
         self._line(tail, self._offset)
         self._offset += len(tail)
 
