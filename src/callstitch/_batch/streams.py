@@ -57,12 +57,12 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         raw.seek(start)
         reads.position = start
     acc_format = fmt if fmt != "auto" else task.format
+    splitter = make()
     if acc_format == "openai-chat" and framing == SSE:
-        # Read into one reused buffer, never memory-mapped: a file truncated while mapped kills the
-        # process with SIGBUS at the next access. (The copy costs ~0.1 CPU s a GB: README, Batch.)
-        _streams_halting(reads, head, start, make(), out)
+        ends: Any = _Halts(head, acc_format, out.limits)
     else:
-        _streams(reads, head, start, make(), acc_format, out)
+        ends = _Cuts(head, splitter, acc_format, out.limits)
+    _streams(reads, start, ends, splitter, acc_format, out)
 
 
 def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int:
@@ -119,137 +119,153 @@ def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo
     return 1
 
 
-def _streams_halting(reads: Reads, head: bytes, start: int, splitter: Splitter, out: Collector) -> None:
-    """OpenAI chat: each Accumulator stops itself right after its response's [DONE]: no second scan.
+class _Cuts:
+    """Responses end where the splitter cuts: a block is scanned before it is fed.
 
-    The bytes come in blocks, read into one reused buffer (an accumulator keeps its own copy of
-    any bytes it still needs, so the buffer is free again once a read is fed).
+    What the scan cannot tell yet (a terminator the read may have cut) is kept back, unfed, and
+    scanned again in front of the next read.
     """
-    content = CONTENT.search
-    stream = 0
-    acc = None
-    acc_start = 0
-    base = start  # source offset of data[0]
-    store = bytearray(settings.BLOCK)
-    view = memoryview(head) if head else None
-    while True:
-        if view is None:
-            try:
-                view = reads.read_into(store)
-            except Problem as exc:
-                out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
-                break
-        n = len(view)
-        if not n:
-            view.release()
-            break
-        out.nbytes += n
-        p = 0
-        while p < n:
-            if acc is None:
-                m = content(view, p)
-                if m is None:
-                    break  # only blank lines are left in this read
-                p = m.start()
-                acc = settings.Accumulator(format="openai-chat", limits=out.limits)
-                acc._halt_at_end()
-                acc_start = base + p
-            upto = min(n, p + settings.FEED)  # bounded pieces: what a feed copies stays small
-            acc.feed(view[p:upto])
-            used = acc._halted()
-            if used < 0:
-                p = upto  # the response goes on
-                continue
-            stream += _emit(out, stream, acc.finalize(), acc_start, view, acc_start - base, p + used, splitter,
-                            "openai-chat")
-            acc = None
-            p += used
-        view.release()
-        view = None
-        base += n
-    if acc is not None:
-        stream += _emit(out, stream, acc.finalize(), acc_start, None, -1, 0, splitter, "openai-chat")
-    out.span = stream
 
+    def __init__(self, head: bytes, splitter: Splitter, fmt: str, limits: Any) -> None:
+        self._head = head
+        self._tail = b""
+        self._scan = splitter.scan
+        self._cuts: list[int] = []
+        self._next = 0  # the first cut of the block not passed yet
+        self._fmt = fmt
+        self._limits = limits
 
-def _streams(reads: Reads, head: bytes, start: int, splitter: Splitter, fmt: str, out: Collector) -> None:
-    """Feed the bytes from reads (after head) to one Accumulator per response."""
-    tail = b""
-    base = start      # source offset of buf[0]
-    acc = None
-    acc_start = 0     # source offset of the stream's first byte
-    stream = 0
-    content = CONTENT.search
-    scan = splitter.scan
-    data = head or reads.read(settings.BLOCK)
+    def read(self, reads: Reads) -> tuple[bytes, int]:
+        """Return the next block (what was kept back, then new bytes) and how many bytes are new."""
+        if self._head:
+            data, self._head = self._head, b""
+        else:
+            data = reads.read(max(settings.BLOCK, len(self._tail)))
+        return (self._tail + data if self._tail else data), len(data)
 
-    def finish(buf: bytes | None, c: int) -> None:
-        nonlocal stream
-        result = acc.finalize()
-        lo = acc_start - base
-        if buf is not None and lo >= 0 and any(e.kind == "in-band error" for e in result.errors):
-            inner = splitter.error_cuts(bytes(buf[lo:c]))
-            if inner:  # the stream held two responses: one ended by an error, without [DONE]
-                p = 0
-                for cut in inner + [c - lo]:
-                    m = content(buf, lo + p, lo + cut)
-                    if m is not None:
-                        one = settings.Accumulator(format=fmt, limits=out.limits)
-                        one.feed(buf[m.start():lo + cut])
-                        out.result(stream, one.finalize(), base + m.start())
-                        stream += 1
-                    p = cut
-                return
-        out.result(stream, result, acc_start)
-        stream += 1
+    def scan(self, buf: bytes, final: bool) -> int:
+        """Find the block's cuts; return where what may be fed now ends (the rest is kept back)."""
+        self._cuts, safe = self._scan(buf, 0, final)
+        self._next = 0
+        self._tail = buf[safe:]
+        return safe
 
-    while True:
-        final = not data
-        buf = tail + data if tail else data
-        out.nbytes += len(data)
-        cuts, safe = scan(buf, 0, final)
-        mv = memoryview(buf)
-        p = 0
-        for c in cuts:
-            if acc is None:
-                m = content(buf, p, c)
-                if m is not None:
-                    acc = settings.Accumulator(format=fmt, limits=out.limits)
-                    acc_start = base + m.start()
-                    acc.feed(mv[m.start():c])
-            elif c > p:
+    def rest(self) -> bytes:
+        """Return the bytes kept back, never fed."""
+        return self._tail
+
+    def start(self) -> Any:
+        return settings.Accumulator(format=self._fmt, limits=self._limits)
+
+    def feed(self, acc: Any, mv: memoryview, p: int, safe: int, fresh: bool) -> tuple[int, bool]:
+        """Feed acc from p up to its response's cut, or to safe; return (where it stopped, whether it ended)."""
+        cuts = self._cuts
+        i = self._next
+        # Cuts before p are passed; a new response (fresh) starting right at a cut is not ended by it.
+        while i < len(cuts) and (cuts[i] < p or fresh and cuts[i] == p):
+            i += 1
+        if i < len(cuts):
+            self._next = i + 1
+            c = cuts[i]
+            if c > p:
                 acc.feed(mv[p:c])
-            if acc is not None:
-                finish(buf, c)
-                acc = None
-            p = c
+            return c, True
+        self._next = i
         if safe > p:
-            if acc is None:
-                m = content(buf, p, safe)
-                if m is not None:
-                    acc = settings.Accumulator(format=fmt, limits=out.limits)
-                    acc_start = base + m.start()
-                    acc.feed(mv[m.start():safe])
-            else:
-                acc.feed(mv[p:safe])
-        mv.release()
-        if final:
-            if acc is not None:
-                finish(buf, len(buf))
-                acc = None
-            break
-        tail = buf[safe:]
-        base += safe
+            acc.feed(mv[p:safe])
+        return safe, False
+
+
+class _Halts:
+    """Responses end where each Accumulator stops itself, right after its terminator: no second scan.
+
+    The bytes are read into one reused buffer (an accumulator keeps its own copy of any bytes it
+    still needs, so the buffer is free again once a read is fed), never memory-mapped: a file
+    truncated while mapped kills the process with SIGBUS at the next access; compressed blocks
+    are decoded straight into it (README, Batch, has the figures). Used for OpenAI chat's SSE,
+    where both twins halt right after [DONE].
+    """
+
+    def __init__(self, head: bytes, fmt: str, limits: Any) -> None:
+        self._head = memoryview(head) if head else None
+        self._store = bytearray(settings.BLOCK)
+        self._fmt = fmt
+        self._limits = limits
+
+    def read(self, reads: Reads) -> tuple[memoryview, int]:
+        """Return the next block and its length."""
+        view = self._head
+        if view is not None:
+            self._head = None
+        else:
+            view = reads.read_into(self._store)
+        return view, len(view)
+
+    def scan(self, buf: memoryview, final: bool) -> int:
+        return len(buf)  # every byte may be fed: the accumulator finds where its response ends
+
+    def rest(self) -> bytes:
+        return b""
+
+    def start(self) -> Any:
+        acc = settings.Accumulator(format=self._fmt, limits=self._limits)
+        acc._halt_at_end()
+        return acc
+
+    def feed(self, acc: Any, mv: memoryview, p: int, safe: int, fresh: bool) -> tuple[int, bool]:
+        """Feed acc a piece from p; return (where it stopped, whether its response ended)."""
+        upto = min(safe, p + settings.FEED)  # bounded pieces: what a feed copies stays small
+        acc.feed(mv[p:upto])
+        used = acc._halted()
+        if used < 0:
+            return upto, False  # the response goes on
+        return p + used, True
+
+
+def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, out: Collector) -> None:
+    """Feed the bytes from reads to one Accumulator per response, each ended where ends finds its end."""
+    content = CONTENT.search
+    stream = 0
+    acc = None
+    acc_start = 0     # source offset of the response's first byte
+    base = start      # source offset of buf[0]
+    while True:
         try:
-            data = reads.read(max(settings.BLOCK, len(tail)))
+            buf, got = ends.read(reads)
         except Problem as exc:
             out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
-            if acc is not None or content(tail):
+            rest = ends.rest()
+            if acc is not None or content(rest):
                 if acc is None:
-                    acc = settings.Accumulator(format=fmt, limits=out.limits)
+                    acc = ends.start()
                     acc_start = base
-                acc.feed(tail)
-                finish(None, 0)
-                acc = None
+                acc.feed(rest)
+                stream += _emit(out, stream, acc.finalize(), acc_start, None, -1, 0, splitter, fmt)
             break
+        out.nbytes += got
+        safe = ends.scan(buf, not got)
+        mv = memoryview(buf)
+        p = 0
+        while True:
+            fresh = acc is None
+            if fresh:
+                m = content(buf, p, safe)
+                if m is None:
+                    break  # only blank lines are left
+                p = m.start()
+                acc = ends.start()
+                acc_start = base + p
+            p, ended = ends.feed(acc, mv, p, safe, fresh)
+            if ended:
+                stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, p, splitter, fmt)
+                acc = None
+            elif p >= safe:
+                break  # the response goes on in the next read
+        mv.release()
+        if not got:
+            if acc is not None:
+                stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, len(buf), splitter,
+                                fmt)
+            break
+        base += safe
     out.span = stream
