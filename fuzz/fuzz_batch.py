@@ -22,7 +22,7 @@ import atheris
 with atheris.instrument_imports(include=["callstitch"]):
     import callstitch
     from callstitch import _accumulator_c, _accumulator_py
-    from callstitch._batch import run as _batch
+    from callstitch._batch import settings as _batch
 
 try:
     import zstandard

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 import callstitch
-from callstitch._batch import run as _batch
+from callstitch._batch import plan, pool, settings
 from callstitch._batch.split import Splitter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
@@ -29,7 +29,7 @@ FORMATS = ["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", 
 @pytest.fixture
 def twin(impl, monkeypatch):
     """Run the batch machinery (in this process) on one twin."""
-    monkeypatch.setattr(_batch, "Accumulator", impl.Accumulator)
+    monkeypatch.setattr(settings, "Accumulator", impl.Accumulator)
     return impl
 
 
@@ -88,8 +88,8 @@ def test_back_to_back_captures(twin, tmp_path, key):
 def test_any_read_size_gives_the_same_cuts(twin, tmp_path, monkeypatch, fmt, block):
     bodies = _bodies(fmt, n=6, seed=3)
     path = _write(tmp_path, "b2b.bin", b"".join(bodies))
-    monkeypatch.setattr(_batch, "BLOCK", block)
-    monkeypatch.setattr(_batch, "PROBE", (block,))
+    monkeypatch.setattr(settings, "BLOCK", block)
+    monkeypatch.setattr(settings, "PROBE", (block,))
     assert list(callstitch.reassemble_many([path], format=fmt)) == _expected(twin, bodies, path)
 
 
@@ -147,8 +147,8 @@ def test_ranges_give_the_same_records(twin, tmp_path, monkeypatch, fmt):
     bodies = _bodies(fmt, n=40, seed=11)
     path = _write(tmp_path, "big.bin", b"".join(bodies))
     whole = list(callstitch.reassemble_many([path]))
-    monkeypatch.setattr(_batch, "RANGE", 7919)
-    monkeypatch.setattr(_batch, "LOOKBACK", 4096)
+    monkeypatch.setattr(settings, "RANGE", 7919)
+    monkeypatch.setattr(settings, "LOOKBACK", 4096)
     batch = callstitch.reassemble_many([path])
     assert list(batch) == whole == _expected(twin, bodies, path)
     assert batch.summary.streams == len(bodies)
@@ -156,8 +156,8 @@ def test_ranges_give_the_same_records(twin, tmp_path, monkeypatch, fmt):
 
 @pytest.mark.parametrize("size", [1, 1000, 4 * 1000, 4 * 1000 + 1, 57_321, 10**6 + 7])
 def test_range_bounds_cover_the_file_and_shrink_at_the_end(monkeypatch, size):
-    monkeypatch.setattr(_batch, "RANGE", 1000)
-    bounds = _batch.range_bounds(size)
+    monkeypatch.setattr(settings, "RANGE", 1000)
+    bounds = plan.range_bounds(size)
     assert bounds[0][0] == 0 and bounds[-1][1] == size
     assert all(end == start for (_, end), (start, _) in zip(bounds, bounds[1:]))  # no gap, no overlap
     steps = [end - start for start, end in bounds]
@@ -168,7 +168,7 @@ def test_range_bounds_cover_the_file_and_shrink_at_the_end(monkeypatch, size):
 
 
 def test_jobs_keep_the_order(tmp_path, monkeypatch):
-    monkeypatch.setattr(_batch, "RANGE", 20000)
+    monkeypatch.setattr(settings, "RANGE", 20000)
     paths = []
     for i, fmt in enumerate(FORMATS):
         paths.append(_write(tmp_path, f"{i}-{fmt}.sse", b"".join(_bodies(fmt, n=10, seed=i))))
@@ -182,7 +182,7 @@ def test_jobs_beside_another_thread_start_no_fork(tmp_path, monkeypatch):
     # A fork taken while another thread holds a lock can hang the child (Python 3.12 warns of it).
     import threading
     import warnings
-    monkeypatch.setattr(_batch, "RANGE", 20000)
+    monkeypatch.setattr(settings, "RANGE", 20000)
     paths = [_write(tmp_path, f"{i}.sse", b"".join(_bodies("openai-chat", n=10, seed=i))) for i in range(3)]
     serial = list(callstitch.reassemble_many(paths, jobs=1))
     stop = threading.Event()
@@ -190,7 +190,7 @@ def test_jobs_beside_another_thread_start_no_fork(tmp_path, monkeypatch):
     other.start()
     try:
         if "forkserver" in multiprocessing.get_all_start_methods():
-            assert _batch._pool_context().get_start_method() != "fork"
+            assert pool._pool_context().get_start_method() != "fork"
         with warnings.catch_warnings():
             warnings.simplefilter("error", DeprecationWarning)
             parallel = list(callstitch.reassemble_many(paths, jobs=2))
@@ -205,7 +205,7 @@ def test_threads_a_c_library_started_count_too():
     pytest.importorskip("pyarrow")
     if not os.path.isdir("/proc/self/task"):
         pytest.skip("no /proc here to count the threads by")
-    code = ("import os, threading, pyarrow as pa, pyarrow.compute as pc; from callstitch._batch import run as _batch; "
+    code = ("import os, threading, pyarrow as pa, pyarrow.compute as pc; from callstitch._batch import pool as _batch; "
             "pc.sum(pa.array([1, 2])); "
             "print(threading.active_count(), len(os.listdir('/proc/self/task')), _batch._thread_count(), "
             "_batch._pool_context().get_start_method())")
@@ -221,7 +221,7 @@ def test_threads_a_c_library_started_count_too():
 
 def test_jobs_alone_in_the_process_keep_the_platform_start():
     # A fresh interpreter runs one thread: the pool starts its workers the platform's usual way.
-    code = ("import multiprocessing; from callstitch._batch import run as _batch; "
+    code = ("import multiprocessing; from callstitch._batch import pool as _batch; "
             "print(_batch._pool_context().get_start_method(), multiprocessing.get_start_method())")
     ours, platform = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                     timeout=60).stdout.split()
@@ -262,7 +262,7 @@ def test_with_a_field_plain_bodies_beside_logs_are_read_as_bodies(twin, tmp_path
     # The README's reassemble_many(["captures/", "logs/*.jsonl.gz"], field=...): a directory of
     # captures next to the logs. A file that plainly is a body (SSE, the AWS event stream, an
     # Ollama stream without the field) is read as a body, not reported line by line.
-    monkeypatch.setattr(_batch, "RANGE", 5000)  # the large SSE file goes in ranges
+    monkeypatch.setattr(settings, "RANGE", 5000)  # the large SSE file goes in ranges
     chat = _bodies("openai-chat", n=20)
     (tmp_path / "captures").mkdir()
     sse = _write(tmp_path, "captures/chat.sse", b"\xef\xbb\xbf" + b"".join(chat))
@@ -297,7 +297,7 @@ def test_jsonl_ranges(twin, tmp_path, monkeypatch):
     bodies = _bodies("anthropic", n=30)
     text = b"".join(orjson.dumps({"b": b.decode()}) + b"\n" for b in bodies)
     path = _write(tmp_path, "log.jsonl", text)
-    monkeypatch.setattr(_batch, "RANGE", 5000)
+    monkeypatch.setattr(settings, "RANGE", 5000)
     assert list(callstitch.reassemble_many([path], field="b")) == _expected(twin, bodies, path)
 
 

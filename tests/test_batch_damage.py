@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 import callstitch
-from callstitch._batch import run as _batch
+from callstitch._batch import settings, task, worker
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
@@ -28,7 +28,7 @@ import workload  # noqa: E402
 @pytest.fixture
 def twin(impl, monkeypatch):
     """Run the batch machinery (in this process) on one twin."""
-    monkeypatch.setattr(_batch, "Accumulator", impl.Accumulator)
+    monkeypatch.setattr(settings, "Accumulator", impl.Accumulator)
     return impl
 
 
@@ -296,7 +296,7 @@ def test_an_over_limit_log_line_is_dropped_as_it_streams(twin, tmp_path, monkeyp
     import tracemalloc
     path = tmp_path / "log.jsonl"
     _log_with_a_long_line(path, 40 << 20)
-    monkeypatch.setattr(_batch, "BLOCK", 1 << 20)
+    monkeypatch.setattr(settings, "BLOCK", 1 << 20)
     problems: list = []
     tracemalloc.start()
     try:
@@ -386,7 +386,7 @@ def test_small_records_are_held_compactly(tmp_path):
     size = path.stat().st_size
     tracemalloc.start()
     try:
-        outcome = _batch.run_task(_batch.Task(str(path), "auto", "auto", None, None, 0, None, size, planned=size))
+        outcome = worker.run_task(task.Task(str(path), "auto", "auto", None, None, 0, None, size, planned=size))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

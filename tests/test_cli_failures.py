@@ -48,7 +48,7 @@ def write_sources(tmp_path, n: int = 6, responses: int = 40) -> list[str]:
 # one of a file named *cursed* raises. The process that runs the CLI itself is left alone.
 SITECUSTOMIZE = textwrap.dedent("""
     import multiprocessing, os, signal
-    import callstitch._batch.run as batch
+    import callstitch._batch.worker as batch
 
     _run_task = batch.run_task
 

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import callstitch
-from callstitch._batch import run as _batch
+from callstitch._batch import settings as _batch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
@@ -77,7 +77,7 @@ def twin_accumulator(impl):
 
 @contextlib.contextmanager
 def patched(**values):
-    """Set module constants of _batch (RANGE, LOOKBACK) for a while."""
+    """Set the batch settings (RANGE, LOOKBACK) for a while."""
     saved = {name: getattr(_batch, name) for name in values}
     for name, value in values.items():
         setattr(_batch, name, value)

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 import callstitch
-from callstitch._batch import run as _batch
+from callstitch._batch import settings as _batch
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")

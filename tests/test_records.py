@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 import callstitch
-from callstitch._batch import run as _batch
+from callstitch._batch import settings as _batch
 from callstitch._records import (MAX_DEPTH, Unwritable, call_line, nesting, read_record, read_records,
                                  record_json, to_json)
 from callstitch._results import ToolCall

@@ -93,21 +93,7 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
     names = schema.fieldNames()
     if body_col not in names:
         raise ValueError(f"no column {body_col!r} in the DataFrame; its columns: {', '.join(names)}")
-    if keep is None:
-        keep = [n for n in names if n != body_col]
-    elif isinstance(keep, str):
-        keep = [keep]
-    else:
-        keep = list(keep)
-    for name in keep:
-        if name not in names:
-            raise ValueError(f"keep names {name!r}, which is not a column of the DataFrame; "
-                             f"its columns: {', '.join(names)}")
-        if name in _NAMES:
-            raise ValueError(f"the column {name!r} would clash with the output column of that name; rename it "
-                             f"first (df.withColumnRenamed({name!r}, 'request_{name}')) or leave it out of keep")
-    if len(set(keep)) != len(keep):
-        raise ValueError(f"keep names a column twice: {keep!r}")
+    keep = _kept(keep, names, body_col)
 
     body_type = schema[body_col].dataType
     body = _col(body_col)
@@ -130,6 +116,26 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
         # mapInArrow asks for pandas only to check it is there; its version does not matter here.
         warnings.filterwarnings("ignore", message=".*does not yet fully support pandas", category=FutureWarning)
         return selected.mapInArrow(work, out_schema)
+
+
+def _kept(keep: Iterable[str] | str | None, names: list[str], body_col: str) -> list[str]:
+    """Return the input columns to carry into the output rows; raise ValueError for a bad one."""
+    if keep is None:
+        keep = [n for n in names if n != body_col]
+    elif isinstance(keep, str):
+        keep = [keep]
+    else:
+        keep = list(keep)
+    for name in keep:
+        if name not in names:
+            raise ValueError(f"keep names {name!r}, which is not a column of the DataFrame; "
+                             f"its columns: {', '.join(names)}")
+        if name in _NAMES:
+            raise ValueError(f"the column {name!r} would clash with the output column of that name; rename it "
+                             f"first (df.withColumnRenamed({name!r}, 'request_{name}')) or leave it out of keep")
+    if len(set(keep)) != len(keep):
+        raise ValueError(f"keep names a column twice: {keep!r}")
+    return keep
 
 
 def _col(name: str) -> Any:
@@ -181,80 +187,99 @@ def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None,
     # Strings go out as Spark sends them in: large ones when it is set to (useLargeVarTypes).
     sent = body.type.value_type if kind == _CHUNKS else body.type
     large = pa.types.is_large_binary(sent) or pa.types.is_large_string(sent)
-    string_type = pa.large_string() if large else pa.string()
-
-    rows: list[int] = []              # the input row of each output row
-    choice: list = []
-    index: list = []
-    ids: list = []
-    names: list = []
-    arguments: list = []
-    error: list = []
-    quirks: list = []
-    raw: list = []
-    reasons: list = []
-    formats: list = []
-    stream_errors: list = []
-
-    def error_row(i: int, fmt: str | None, errors: list[str]) -> None:
-        rows.append(i)
-        for col in (choice, index, ids, names, arguments, error, quirks, raw, reasons):
-            col.append(None)
-        formats.append(fmt)
-        stream_errors.append(errors)
-
+    out = _Rows()
     for i, data in enumerate(bodies):
         if data is None:
-            error_row(i, None, ["no body: the body column is null"])
+            out.error_row(i, None, ["no body: the body column is null"])
             continue
-        acc = Accumulator(format=format, limits=limits)
         try:
-            if kind == _RAW:
-                acc.feed(data)
-            else:
-                chunks = data if kind == _CHUNKS else orjson.loads(data)
-                for chunk in chunks:
-                    acc.feed_chunk(chunk)
-            result = acc.finalize()
+            result = _reassembled(data, kind, format, limits)
         except (TypeError, ValueError) as exc:  # a chunk that is not JSON or not an object
-            error_row(i, None, [f"unexpected shape: {exc}"])
+            out.error_row(i, None, [f"unexpected shape: {exc}"])
             continue
         except Exception as exc:  # noqa: BLE001 - one body must never fail a job of millions
-            error_row(i, None, [f"internal error: {type(exc).__name__}: {exc}"])
+            out.error_row(i, None, [f"internal error: {type(exc).__name__}: {exc}"])
             continue
+        out.add(i, result)
+    if not out.rows:
+        return None
+    return out.record_batch(batch, nkeep, pa.large_string() if large else pa.string())
+
+
+def _reassembled(data: Any, kind: str, format: str, limits: Limits | None) -> Any:
+    """Return the Result of one body: raw bytes, or its chunks (a list, or JSON text of one)."""
+    acc = Accumulator(format=format, limits=limits)
+    if kind == _RAW:
+        acc.feed(data)
+    else:
+        chunks = data if kind == _CHUNKS else orjson.loads(data)
+        for chunk in chunks:
+            acc.feed_chunk(chunk)
+    return acc.finalize()
+
+
+class _Rows:
+    """The call rows of one batch, column by column."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []     # the input row of each output row
+        self.choice: list = []
+        self.index: list = []
+        self.ids: list = []
+        self.names: list = []
+        self.arguments: list = []
+        self.error: list = []
+        self.quirks: list = []
+        self.raw: list = []
+        self.reasons: list = []
+        self.formats: list = []
+        self.stream_errors: list = []
+
+    def error_row(self, i: int, fmt: str | None, errors: list[str]) -> None:
+        """Add a row with no call: a stream's errors (or why a body could not be read)."""
+        self.rows.append(i)
+        for col in (self.choice, self.index, self.ids, self.names, self.arguments, self.error, self.quirks,
+                    self.raw, self.reasons):
+            col.append(None)
+        self.formats.append(fmt)
+        self.stream_errors.append(errors)
+
+    def add(self, i: int, result: Any) -> None:
+        """Add a row per call of input row i's Result; one error row if it had errors and no calls."""
         calls = result.tool_calls
         errors = [str(e) for e in result.errors]
         if not calls:
             if errors:
-                error_row(i, result.format, errors)
-            continue
+                self.error_row(i, result.format, errors)
+            return
         fmt = result.format
         for call in calls:
-            rows.append(i)
-            choice.append(call.choice)
-            index.append(call.index)
-            ids.append(call.id)
-            names.append(call.name)
+            self.rows.append(i)
+            self.choice.append(call.choice)
+            self.index.append(call.index)
+            self.ids.append(call.id)
+            self.names.append(call.name)
             args = call.arguments
             text, reason = (None, None) if args is None else arguments_json(args)
-            arguments.append(text)
+            self.arguments.append(text)
             # A call too deep to write as JSON is kept as the text received, with the reason.
-            raw.append(raw_text(call) if text is None else None)
-            reasons.append(reason)
-            error.append(None if call.error is None else str(call.error))
-            quirks.append(list(call.quirks))
-            formats.append(fmt)
-            stream_errors.append(errors)
+            self.raw.append(raw_text(call) if text is None else None)
+            self.reasons.append(reason)
+            self.error.append(None if call.error is None else str(call.error))
+            self.quirks.append(list(call.quirks))
+            self.formats.append(fmt)
+            self.stream_errors.append(errors)
 
-    if not rows:
-        return None
-    strings = pa.list_(string_type)
-    take = pa.array(rows, pa.int32())
-    columns = [batch.column(k).take(take) for k in range(nkeep)]
-    columns += [
-        pa.array(choice, pa.int64()), pa.array(index, pa.int64()),
-        _array(ids, string_type), _array(names, string_type), _array(arguments, string_type),
-        _array(error, string_type), _array(quirks, strings), _array(raw, string_type), _array(reasons, string_type),
-        _array(formats, string_type), _array(stream_errors, strings),
-    ]
-    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_NAMES))
+    def record_batch(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType) -> pa.RecordBatch:
+        """Return the rows as a batch: the kept columns of their input rows, then CALL_COLUMNS."""
+        strings = pa.list_(string_type)
+        take = pa.array(self.rows, pa.int32())
+        columns = [batch.column(k).take(take) for k in range(nkeep)]
+        columns += [
+            pa.array(self.choice, pa.int64()), pa.array(self.index, pa.int64()),
+            _array(self.ids, string_type), _array(self.names, string_type), _array(self.arguments, string_type),
+            _array(self.error, string_type), _array(self.quirks, strings), _array(self.raw, string_type),
+            _array(self.reasons, string_type), _array(self.formats, string_type),
+            _array(self.stream_errors, strings),
+        ]
+        return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_NAMES))

@@ -1,0 +1,112 @@
+"""Plan the work: a task per source, or range tasks cut from a large plain file."""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any, Iterator
+
+from .._limits import Limits
+from . import settings
+from .containers import container, detect
+from .sources import STDIN, Problem, expand, inner_name, sniff_compression
+from .split import SPLITTABLE
+from .task import Task
+
+
+def range_bounds(size: int) -> list[tuple[int, int]]:
+    """Return the (start, end) of the range tasks of a file: RANGE bytes each, then shrinking.
+
+    The last 4 * RANGE bytes go in steps of a quarter of what is left (at least RANGE / 8), so
+    the last tasks are short and no worker is left alone with a long one at the end.
+    """
+    bounds = []
+    start = 0
+    while start < size:
+        left = size - start
+        step = settings.RANGE if left > 4 * settings.RANGE else max(settings.RANGE // 8, left // 4, 1)
+        bounds.append((start, min(size, start + step)))
+        start += step
+    return bounds
+
+
+class Plan:
+    """The tasks of a batch, in the order of the sources, planned as they are met.
+
+    Iterating yields ("task", Task) for a worker, ("local", Task) for a source this process
+    must read itself (standard input, a FIFO), or ("problem", (path, Problem)); it counts the
+    sources and their known bytes on ``summary`` as it goes.
+    """
+
+    def __init__(self, sources: list[str], format: str, field: tuple[str, ...] | None, container: str,
+                 limits: Limits | None, summary: Any) -> None:
+        self._sources = sources
+        self._format = format
+        self._field = field
+        self._container = container
+        self._limits = limits
+        self._summary = summary
+
+    def _kind(self, path: str) -> str:
+        if self._container != "auto":
+            return self._container
+        if inner_name(path).lower().endswith(".har"):
+            return "har"
+        return "auto-jsonl" if self._field is not None else "auto"
+
+    def _task(self, path: str, kind: str, size: int, planned: int | None, split: str | None = None,
+              start: int = 0, end: int | None = None) -> Task:
+        return Task(path, kind, self._format, split, self._field, start, end, size, limits=self._limits,
+                    planned=planned)
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        for path, problem in expand(self._sources):
+            self._summary.sources += 1
+            if problem is not None:
+                yield "problem", (path, problem)
+                continue
+            kind = self._kind(path)
+            if path == STDIN:
+                yield "local", self._task(path, kind, 0, None)
+                continue
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                yield "problem", (path, Problem("unreadable", exc.strerror or str(exc)))
+                continue
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device named explicitly: this process reads it
+                yield "local", self._task(path, kind, 0, None)
+                continue
+            size = st.st_size
+            self._summary.bytes_known += size
+            if size <= settings.RANGE or kind == "har":
+                yield "task", self._task(path, kind, size, size)
+                continue
+            yield from self._ranges(path, kind, size)
+
+    def _ranges(self, path: str, kind: str, size: int) -> Iterator[tuple[str, Any]]:
+        """Cut a large plain file into range tasks (a compressed one stays whole)."""
+        whole = ("task", self._task(path, kind, size, size))
+        try:
+            with open(path, "rb") as f:
+                head = f.read(settings.PROBE[-1])
+        except OSError:
+            yield whole  # the worker reports it
+            return
+        if sniff_compression(head) is not None:
+            yield whole
+            return
+        if kind.startswith("auto"):
+            kind = container(kind, head, self._field)
+            if kind == "har":
+                yield whole
+                return
+        split = None
+        if kind == "body":
+            fmt, framing = detect(head, self._format)
+            if fmt not in SPLITTABLE:
+                yield whole
+                return
+            split = f"{fmt}/{framing}"
+        for start, end in range_bounds(size):
+            yield "task", self._task(path, kind, end - start, size, split, start, None if end >= size else end)

@@ -1,0 +1,23 @@
+"""Hold the batch layer's sizes and the Accumulator it makes: one place for tests and tuning to set.
+
+Every module of the batch layer reads these as ``settings.NAME`` when it runs, so a value set
+here (a test's monkeypatch, say) reaches all of them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .._accumulator import Accumulator  # noqa: F401 - the twin the batch layer runs (tests swap it here)
+
+BLOCK = 4 << 20          # one read
+FEED = 1 << 18           # one feed of a read, when accumulators stop at their own terminator
+# A large plain file is cut into tasks of this many bytes, the last few smaller (so workers end
+# together), whatever the number of workers, so -j N writes what -j 1 writes. (The variable is
+# for tests and tuning. The records do not depend on it: a terminating event longer than
+# LOOKBACK across a task boundary only moves that boundary to the next response's end.)
+RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20))
+LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
+PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
+MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
+BIG_LINE = 1 << 16       # a record line longer than this is kept as it is, not copied

@@ -1,0 +1,271 @@
+"""Cut back-to-back responses (or one) where each ends and feed each to an Accumulator of its own."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Callable
+
+from .._wire.framing import EVENTSTREAM, SSE
+from . import settings
+from .collect import Collector
+from .containers import detect
+from .reads import Reads
+from .sources import Problem
+from .split import Splitter
+from .task import Task
+
+
+CONTENT = re.compile(rb"[^ \t\r\n]")
+
+
+def _split_spec(task: Task, reader: Any) -> tuple[str, str, bytes]:
+    """Return (format, framing, bytes already read) for a body task."""
+    if task.split is not None:
+        fmt, framing = task.split.split("/")
+        return fmt, framing, b""
+    head = reader.read(settings.PROBE[-1])
+    fmt, framing = detect(head, task.format)
+    return fmt, framing, head
+
+
+def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: Collector) -> None:
+    """Back-to-back responses (or one): cut at each terminator, one Accumulator per response."""
+    if task.start:
+        raw.seek(task.start)
+    reads = Reads(reader, task.start, task.end)
+    fmt, framing, head = _split_spec(task, reads)
+    make = lambda: Splitter(fmt, framing)  # noqa: E731
+    start = task.start
+    if start:
+        start = _first_cut(raw, start, make, framing)
+    end = task.end
+    if end is not None:
+        f = open(task.source, "rb")
+        try:
+            end = _first_cut(f, end, make, framing)
+        finally:
+            f.close()
+        # Compared with the end's cut, not the range's end: a terminating event longer than
+        # LOOKBACK across the end hides the cut before it from the next task, which then starts
+        # further on; this task reads up to there (compared with the range's end, it read
+        # nothing, and the responses in between were lost).
+        if start >= end:
+            return
+        reads.limit = end
+    if start:
+        raw.seek(start)
+        reads.position = start
+    acc_format = fmt if fmt != "auto" else task.format
+    splitter = make()
+    if acc_format == "openai-chat" and framing == SSE:
+        ends: Any = _Halts(head, acc_format, out.limits)
+    else:
+        ends = _Cuts(head, splitter, acc_format, out.limits)
+    _streams(reads, start, ends, splitter, acc_format, out)
+
+
+def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int:
+    """Return the first cut at or after x that a fresh scan from shortly before x finds."""
+    size = os.fstat(f.fileno()).st_size
+    if x <= 0:
+        return 0
+    if x >= size:
+        return size
+    lo = max(0, x - settings.LOOKBACK)
+    f.seek(lo)
+    splitter = make()
+    step = 1 << 18  # the cut is usually within a response's length of x: read little at a time
+    data = f.read(x - lo + step)
+    if lo and framing != EVENTSTREAM:
+        nl = data.find(b"\n")
+        skip = nl + 1 if nl >= 0 else 0
+        data = data[skip:]
+        lo += skip
+    base, tail = lo, b""
+    while True:
+        final = not data
+        buf = tail + data if tail else data
+        cuts, safe = splitter.scan(buf, 0, final)
+        for c in cuts:
+            if base + c >= x:
+                return base + c
+        if final:
+            return size
+        tail = buf[safe:]
+        base += safe
+        data = f.read(max(step, len(tail)))
+
+
+def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo: int, c: int,
+          splitter: Splitter, fmt: str) -> int:
+    """Record one finished stream; return how many streams it was (an in-band error may end one early)."""
+    if buf is not None and lo >= 0 and any(e.kind == "in-band error" for e in result.errors):
+        inner = splitter.error_cuts(bytes(buf[lo:c]))
+        if inner:  # the stream held two responses: one ended by an error, without [DONE]
+            base = acc_start - lo
+            emitted = 0
+            p = 0
+            for cut in inner + [c - lo]:
+                m = CONTENT.search(buf, lo + p, lo + cut)
+                if m is not None:
+                    one = settings.Accumulator(format=fmt, limits=out.limits)
+                    one.feed(buf[m.start():lo + cut])
+                    out.result(stream + emitted, one.finalize(), base + m.start())
+                    emitted += 1
+                p = cut
+            return emitted
+    out.result(stream, result, acc_start)
+    return 1
+
+
+class _Cuts:
+    """Responses end where the splitter cuts: a block is scanned before it is fed.
+
+    What the scan cannot tell yet (a terminator the read may have cut) is kept back, unfed, and
+    scanned again in front of the next read.
+    """
+
+    def __init__(self, head: bytes, splitter: Splitter, fmt: str, limits: Any) -> None:
+        self._head = head
+        self._tail = b""
+        self._scan = splitter.scan
+        self._cuts: list[int] = []
+        self._next = 0  # the first cut of the block not passed yet
+        self._fmt = fmt
+        self._limits = limits
+
+    def read(self, reads: Reads) -> tuple[bytes, int]:
+        """Return the next block (what was kept back, then new bytes) and how many bytes are new."""
+        if self._head:
+            data, self._head = self._head, b""
+        else:
+            data = reads.read(max(settings.BLOCK, len(self._tail)))
+        return (self._tail + data if self._tail else data), len(data)
+
+    def scan(self, buf: bytes, final: bool) -> int:
+        """Find the block's cuts; return where what may be fed now ends (the rest is kept back)."""
+        self._cuts, safe = self._scan(buf, 0, final)
+        self._next = 0
+        self._tail = buf[safe:]
+        return safe
+
+    def rest(self) -> bytes:
+        """Return the bytes kept back, never fed."""
+        return self._tail
+
+    def start(self) -> Any:
+        return settings.Accumulator(format=self._fmt, limits=self._limits)
+
+    def feed(self, acc: Any, mv: memoryview, p: int, safe: int, fresh: bool) -> tuple[int, bool]:
+        """Feed acc from p up to its response's cut, or to safe; return (where it stopped, whether it ended)."""
+        cuts = self._cuts
+        i = self._next
+        # Cuts before p are passed; a new response (fresh) starting right at a cut is not ended by it.
+        while i < len(cuts) and (cuts[i] < p or fresh and cuts[i] == p):
+            i += 1
+        if i < len(cuts):
+            self._next = i + 1
+            c = cuts[i]
+            if c > p:
+                acc.feed(mv[p:c])
+            return c, True
+        self._next = i
+        if safe > p:
+            acc.feed(mv[p:safe])
+        return safe, False
+
+
+class _Halts:
+    """Responses end where each Accumulator stops itself, right after its terminator: no second scan.
+
+    The bytes are read into one reused buffer (an accumulator keeps its own copy of any bytes it
+    still needs, so the buffer is free again once a read is fed), never memory-mapped: a file
+    truncated while mapped kills the process with SIGBUS at the next access; compressed blocks
+    are decoded straight into it (README, Batch, has the figures). Used for OpenAI chat's SSE,
+    where both twins halt right after [DONE].
+    """
+
+    def __init__(self, head: bytes, fmt: str, limits: Any) -> None:
+        self._head = memoryview(head) if head else None
+        self._store = bytearray(settings.BLOCK)
+        self._fmt = fmt
+        self._limits = limits
+
+    def read(self, reads: Reads) -> tuple[memoryview, int]:
+        """Return the next block and its length."""
+        view = self._head
+        if view is not None:
+            self._head = None
+        else:
+            view = reads.read_into(self._store)
+        return view, len(view)
+
+    def scan(self, buf: memoryview, final: bool) -> int:
+        return len(buf)  # every byte may be fed: the accumulator finds where its response ends
+
+    def rest(self) -> bytes:
+        return b""
+
+    def start(self) -> Any:
+        acc = settings.Accumulator(format=self._fmt, limits=self._limits)
+        acc._halt_at_end()
+        return acc
+
+    def feed(self, acc: Any, mv: memoryview, p: int, safe: int, fresh: bool) -> tuple[int, bool]:
+        """Feed acc a piece from p; return (where it stopped, whether its response ended)."""
+        upto = min(safe, p + settings.FEED)  # bounded pieces: what a feed copies stays small
+        acc.feed(mv[p:upto])
+        used = acc._halted()
+        if used < 0:
+            return upto, False  # the response goes on
+        return p + used, True
+
+
+def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, out: Collector) -> None:
+    """Feed the bytes from reads to one Accumulator per response, each ended where ends finds its end."""
+    content = CONTENT.search
+    stream = 0
+    acc = None
+    acc_start = 0     # source offset of the response's first byte
+    base = start      # source offset of buf[0]
+    while True:
+        try:
+            buf, got = ends.read(reads)
+        except Problem as exc:
+            out.problem(stream if acc is not None else None, exc.position, exc.kind, exc.message)
+            rest = ends.rest()
+            if acc is not None or content(rest):
+                if acc is None:
+                    acc = ends.start()
+                    acc_start = base
+                acc.feed(rest)
+                stream += _emit(out, stream, acc.finalize(), acc_start, None, -1, 0, splitter, fmt)
+            break
+        out.nbytes += got
+        safe = ends.scan(buf, not got)
+        mv = memoryview(buf)
+        p = 0
+        while True:
+            fresh = acc is None
+            if fresh:
+                m = content(buf, p, safe)
+                if m is None:
+                    break  # only blank lines are left
+                p = m.start()
+                acc = ends.start()
+                acc_start = base + p
+            p, ended = ends.feed(acc, mv, p, safe, fresh)
+            if ended:
+                stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, p, splitter, fmt)
+                acc = None
+            elif p >= safe:
+                break  # the response goes on in the next read
+        mv.release()
+        if not got:
+            if acc is not None:
+                stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, len(buf), splitter,
+                                fmt)
+            break
+        base += safe
+    out.span = stream

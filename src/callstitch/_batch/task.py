@@ -1,0 +1,39 @@
+"""Define a task (one unit of work, cheap to pickle) and its Outcome (what it gives back)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .._limits import Limits
+
+
+class Task(NamedTuple):
+    """One unit of work; plain values, cheap to pickle."""
+
+    source: str
+    kind: str            # "body", "jsonl", "har", or "auto"/"auto-jsonl" (decided after opening)
+    format: str          # the user's format ("auto" or a name)
+    split: str | None    # body ranges: the format and framing the splitter uses ("fmt/framing")
+    field: tuple[str, ...] | None
+    start: int
+    end: int | None      # None: to the end of the source
+    size: int            # on-disk bytes this task covers (for the progress bar)
+    limits: Limits | None = None  # the accumulators' limits (None: the defaults)
+    planned: int | None = None    # the file's size when the work was planned (None: not a plain file)
+
+
+class Outcome(NamedTuple):
+    """What a task produced."""
+
+    lines: bytes | tuple  # whole JSON lines (first task of a source), or (streams, line ends, lines) of a range
+    span: int             # how many stream numbers the task used
+    streams: int
+    calls: int
+    errors: dict          # kind -> count
+    quirks: dict          # name -> count
+    problems: list        # (stream | None, byte offset | None, kind, message)
+    more_problems: int
+    incomplete: int
+    nbytes: int           # bytes reassembled (decompressed)
+    size: int
+    unit: str             # "stream", "line" or "entry"
