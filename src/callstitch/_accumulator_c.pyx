@@ -1153,8 +1153,12 @@ Reassemble the tool calls of one streamed response.
                 self._apply_chunk()
                 return 0
         # (event is None first: several formats name no events, and None != "error" is a slow comparison)
-        elif self._fmt != FMT_OTHER and self._seen and (event is None or event != "error") and \
-                self._fast_event(event, data, n):
+        # Before the stream's format is recognised, an event the fast path takes is its own format's
+        # (each fast reader takes only what is plainly its format's until then: see _gemini_chunk).
+        elif self._fmt != FMT_OTHER and (event is None or event != "error") and self._fast_event(event, data, n):
+            if not self._seen:
+                self._seen = True
+                self._state.recognised = True
             return 0
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
@@ -1470,8 +1474,8 @@ Reassemble the tool calls of one streamed response.
         cdef cs_val *part
         cdef cs_span span
         if not cs_extract(data, n, _GEMINI, 8, v) or not (v[5].kind & (CS_T_ABSENT | CS_T_NULL)) \
-                or v[4].kind == CS_T_STR:
-            return 0
+                or v[4].kind == CS_T_STR or (not self._seen and v[0].kind != CS_T_ARRAY):
+            return 0  # (a chunk without candidates is any JSON object: Gemini's only once the stream is)
         if v[0].kind == CS_T_ARRAY and v[0].i == 1:
             if (not _is_object(&v[6]) or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))
                     or not (v[7].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[7]))):
@@ -2153,7 +2157,8 @@ Reassemble the tool calls of one streamed response.
     cdef object _build(self):
         cdef _Slot s
         self._end_of_stream()
-        unrecognised(self._state, bool(self._slots or self._texts), self._fed)
+        if not self._state.recognised:
+            unrecognised(self._state, bool(self._slots or self._texts), self._fed)
         if _zero_keys(self._choices) and _zero_keys(self._texts) and _zero_keys(self._state.finish_reasons):
             # Plainly one choice, the common case: no (choice, seq, call) tuples to group.
             return one_choice_result([self._settle(s, True) for s in self._slots], self._text_bytes(0), self._state)

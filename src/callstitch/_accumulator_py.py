@@ -721,7 +721,8 @@ class Accumulator:
 
     def _build(self) -> Result:
         self._end_of_stream()
-        unrecognised(self._state, bool(self._slots or self._texts), self._fed_len > 0)
+        if not self._state.recognised:
+            unrecognised(self._state, bool(self._slots or self._texts), self._fed_len > 0)
         calls = [(s.choice, s.seq, self._settle(s, True)) for s in self._slots]
         texts = {}
         for choice, t in self._texts.items():

@@ -23,7 +23,9 @@ def reassemble(body: bytes | bytearray | memoryview | str, format: str = "auto",
     ``format`` names the wire format, or "auto" (the default) detects it; ``strict=True``
     raises the first error instead of reporting it; ``limits`` bound what the stream may hold.
     """
-    return _reassemble_with(Accumulator, body, format, strict, limits)
+    acc = Accumulator(format=format, limits=limits)  # not through _reassemble_with: one call less a body
+    acc.feed(body)
+    return acc.finalize(strict=strict)  # type: ignore[no-any-return]
 
 
 def make_reassemble(accumulator_class: type) -> Callable[..., Result]:

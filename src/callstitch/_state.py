@@ -63,10 +63,9 @@ class StreamState:
 
     def result_errors(self) -> list[StreamError]:
         """Return the errors for the Result: those kept, then one saying how many more were not."""
-        errors = list(self.errors)
-        if self.errors_over:
-            errors.append(errors_not_kept(self.error_limit, self.errors_over, self.errors_over_from))
-        return errors
+        if not self.errors_over:
+            return self.errors
+        return [*self.errors, errors_not_kept(self.error_limit, self.errors_over, self.errors_over_from)]
 
     def finish(self, choice: int, reason: str) -> None:
         """Record a choice's finish reason; a finish reason ends the stream's calls."""
