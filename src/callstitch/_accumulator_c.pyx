@@ -2,7 +2,7 @@
 """The compiled twin of the accumulator: SSE framing, chunk reading and the append path in C.
 
 It does exactly what _accumulator_py.py does; the tests hold both to identical results. For
-OpenAI-style chat chunks it reads the JSON envelope on demand (_c/chunkscan.h) and unescapes each
+OpenAI-style chat chunks it reads the JSON envelope on demand (_c/chat.h) and unescapes each
 argument string straight into its call's bytearray, creating no Python object per event. Any
 event it does not fully understand goes to the shared general path (_dispatch, orjson).
 """
@@ -13,7 +13,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
-from libc.string cimport memchr, memcmp, memcpy, memmove
+from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from ._formats import dispatch as _dispatch
 from ._wire import framing as _framing
@@ -26,14 +26,15 @@ from ._formats.recognition import unrecognised
 from ._results import ToolCall
 from ._state import STRAY_KEPT, RawJSON, StreamState, finalized
 from ._formats import anthropic as _anthropic
+from ._formats import cohere as _cohere
 from ._formats import gemini as _gemini
-from ._formats.gemini import _VALUE_KEYS
+from ._formats import openai_responses as _responses
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 from orjson import loads as _loads
 
 __all__ = ["Accumulator"]
 
-cdef extern from "_c/chunkscan.h" nogil:
+cdef extern from "_c/scan.h" nogil:
     enum:
         CS_ABSENT
         CS_NULL
@@ -241,27 +242,21 @@ _want(&_GEMINI_PART[5], "functionCall", "args")
 _want(&_GEMINI_PART[6], "functionCall", "willContinue")
 _want(&_GEMINI_PART[7], "functionCall", "partialArgs")
 _GEMINI_PART[7].allowed = _ANY | CS_T_ARRAY
-# … and each entry of a part's partialArgs (the value keys in _gemini._VALUE_KEYS order)
+# … and each entry of a part's partialArgs: its path, the adapter's value keys in order, the marker
+cdef tuple _VALUE_KEYS = _gemini.VALUE_KEYS
+cdef tuple _VALUE_KEYS_UTF8 = tuple(key.encode() for key in _VALUE_KEYS)  # the table points into these
+assert len(_VALUE_KEYS) == 6, "_GEMINI_ENTRY holds six value keys"
 _want(&_GEMINI_ENTRY[0], "jsonPath")
-_want(&_GEMINI_ENTRY[1], "stringValue")
-_want(&_GEMINI_ENTRY[2], "numberValue")
-_want(&_GEMINI_ENTRY[3], "boolValue")
-_want(&_GEMINI_ENTRY[4], "nullValue")
-_want(&_GEMINI_ENTRY[5], "structValue")
-_want(&_GEMINI_ENTRY[6], "listValue")
+for _k in range(6):
+    _want(&_GEMINI_ENTRY[1 + _k], <const char *>(<bytes>_VALUE_KEYS_UTF8[_k]))
+del _k
 _want(&_GEMINI_ENTRY[7], "willContinue")
 
 _FORMAT_CODES = {"openai-chat": FMT_CHAT, "openai-responses": FMT_RESPONSES, "anthropic": FMT_ANTHROPIC,
                  "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE, "gemini": FMT_GEMINI, "ollama": FMT_OLLAMA}
 # Event types whose adapter does nothing with them: the fast path only validates them.
-_RESPONSES_HANDLED = frozenset((
-    b"response.function_call_arguments.delta", b"response.output_text.delta",
-    b"response.reasoning_summary_text.delta", b"response.reasoning_text.delta", b"response.refusal.delta",
-    b"response.output_item.added", b"response.output_item.done", b"response.function_call_arguments.done",
-    b"response.completed", b"response.incomplete", b"response.failed",
-    b"response.custom_tool_call_input.delta", b"response.custom_tool_call_input.done"))
-_COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end", b"citation-start",
-                             b"citation-end", b"debug"))
+_RESPONSES_HANDLED = frozenset(kind.encode() for kind in _responses.HANDLED_EVENTS)
+_COHERE_IGNORED = frozenset(kind.encode() for kind in _cohere.IGNORED_EVENTS)
 
 
 cdef inline bint _plainly_sse(unsigned char first):
@@ -323,6 +318,36 @@ cdef object _compacted_text(bytes text):
 def _crc32(bytes data):
     """Return the event stream's CRC-32 of data, as the framing computes it (for tests)."""
     return es_crc32(<const unsigned char *><char *>data, len(data))
+
+
+# Which way each event went, for tests that must see a fast path taken: one increment per event.
+# Indexes 1-7 are the FMT_* codes (an event a format's fast path applied); framings count the
+# events they handed over ("framed-sse-direct": one data line read in place without a copy,
+# "framed-elsewhere": framed by _wire.framing, not here).
+cdef enum:
+    PATH_GENERAL = 0
+    PATH_GEMINI_PIECE = 8
+    FRAMED_SSE = 9
+    FRAMED_NDJSON = 10
+    FRAMED_EVENTSTREAM = 11
+    FRAMED_JSONARRAY = 12
+    FRAMED_ELSEWHERE = 13
+    FRAMED_SSE_DIRECT = 14
+    N_PATHS = 15
+cdef Py_ssize_t _paths[N_PATHS]
+_PATH_NAMES = ("general", "openai-chat", "openai-responses", "anthropic", "bedrock", "cohere", "gemini", "ollama",
+               "gemini-piece", "framed-sse", "framed-ndjson", "framed-eventstream", "framed-jsonarray",
+               "framed-elsewhere", "framed-sse-direct")
+
+
+def _path_counts():
+    """Return how many events took each path since the last reset (debug counters for tests)."""
+    return {name: _paths[k] for k, name in enumerate(_PATH_NAMES)}
+
+
+def _reset_path_counts():
+    """Set every path counter back to zero."""
+    memset(_paths, 0, sizeof(_paths))
 
 
 def _compact(bytes text):
@@ -748,6 +773,7 @@ Reassemble the tool calls of one streamed response.
                     k = 4
             if k:
                 self._data_offset = self._offset
+                _paths[FRAMED_SSE_DIRECT] += 1
                 if m > 5 and p[5] == b' ':
                     self._dispatch_payload(p + 6, m - 6)
                 else:
@@ -904,6 +930,7 @@ Reassemble the tool calls of one streamed response.
         if not dropped and n:
             self._event_name = None
             self._data_offset = self._ja_start
+            _paths[FRAMED_JSONARRAY] += 1
             self._dispatch_payload(p, n)
         del self._tail[:]
         return 0
@@ -986,6 +1013,7 @@ Reassemble the tool calls of one streamed response.
         if kind == "event":
             self._event_name = headers.get(":event-type")
             self._data_offset = offset
+            _paths[FRAMED_EVENTSTREAM] += 1
             self._dispatch_payload(payload, pn)
         else:
             _framing.not_an_event(self._state, headers, kind, (<const char *>payload)[:pn], offset)
@@ -1001,6 +1029,7 @@ Reassemble the tool calls of one streamed response.
             if p[k] != b' ' and p[k] != b'\t' and p[k] != b'\r' and p[k] != b'\n':
                 self._event_name = None
                 self._data_offset = pos
+                _paths[FRAMED_NDJSON] += 1
                 return self._dispatch_payload(p, n)
         return 0
 
@@ -1138,6 +1167,7 @@ Reassemble the tool calls of one streamed response.
         cdef Py_ssize_t n = self._data_len
         self._data_len = 0
         self._data_lines = 0
+        _paths[FRAMED_SSE] += 1
         return self._dispatch_payload(<const unsigned char *>self._data, n)
 
     cdef int _dispatch_payload(self, const unsigned char *data, Py_ssize_t n) except -1:
@@ -1151,11 +1181,14 @@ Reassemble the tool calls of one streamed response.
                     raise MemoryError()
             if event is None and cs_scan_chat_chunk(data, n, self._chunk) and (self._seen or self._chat_seen()):
                 self._apply_chunk()
+                _paths[FMT_CHAT] += 1
                 return 0
         # (event is None first: several formats name no events, and None != "error" is a slow comparison)
         elif self._fmt != FMT_OTHER and self._seen and (event is None or event != "error") and \
                 self._fast_event(event, data, n):
+            _paths[self._fmt] += 1
             return 0
+        _paths[PATH_GENERAL] += 1
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
         if self._halting:
@@ -1185,6 +1218,7 @@ Reassemble the tool calls of one streamed response.
         """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
         self._event_name = event
         self._data_offset = offset
+        _paths[FRAMED_ELSEWHERE] += 1
         self._dispatch_payload(<const unsigned char *><char *>data, len(data))
 
     cdef int _end_of_stream(self) except -1:
@@ -1447,7 +1481,10 @@ Reassemble the tool calls of one streamed response.
             return 0
         if self._fmt == FMT_GEMINI:
             # While a call's arguments stream, most chunks are the next piece of a string: try that first.
-            return (self._state.notes.get("open") and self._gemini_piece(data, n)) or self._gemini_chunk(data, n)
+            if self._state.notes.get("open") and self._gemini_piece(data, n):
+                _paths[PATH_GEMINI_PIECE] += 1
+                return 1
+            return self._gemini_chunk(data, n)
         if self._fmt == FMT_OLLAMA:
             return self._ollama_line(data, n)
         return 0
@@ -1550,11 +1587,11 @@ Reassemble the tool calls of one streamed response.
             if v[9].kind == CS_T_STR:
                 state.finish(0, _span_str_v(&v[9]))
             if _is_object(&v[10]):
-                _anthropic._usage(state, _value(&v[10]))
+                _anthropic.merge_usage(state, _value(&v[10]))
             return 1
         if _is(&v[0], "message_start", 13):
             if _is_object(&v[11]):
-                _anthropic._usage(state, _value(&v[11]))
+                _anthropic.merge_usage(state, _value(&v[11]))
             return 1
         if _is(&v[0], "message_stop", 12):
             state.complete = True
@@ -1628,7 +1665,7 @@ Reassemble the tool calls of one streamed response.
         return None if open_calls is None else open_calls.get(choice)
 
     cdef object _gemini_entry(self, object building, cs_val *entry):
-        """Apply one partialArgs entry as _Builder.apply does; return what it returns."""
+        """Apply one partialArgs entry as _gemini.Builder.apply does; return what it returns."""
         cdef int k
         cdef bint more = _is_true(&entry[7])
         if entry[0].kind != CS_T_STR:
