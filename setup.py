@@ -1,5 +1,6 @@
 """Build the compiled twin; CALLSTITCH_NO_EXTENSIONS=1 installs the pure-Python twin alone."""
 
+import glob
 import os
 import sys
 
@@ -47,6 +48,8 @@ else:
     ext_modules = cythonize(
         [Extension("callstitch._accumulator_c", ["src/callstitch/_accumulator_c.pyx"],
                    include_dirs=["src/callstitch"],
+                   # the headers and .pxi files the pyx includes: a change to one rebuilds it
+                   depends=sorted(glob.glob("src/callstitch/_c/*.h") + glob.glob("src/callstitch/_c/*.pxi")),
                    extra_compile_args=[] if sys.platform == "win32" else ["-O3"])],
         language_level=3,
     )

@@ -2,7 +2,7 @@
 """The compiled twin of the accumulator: SSE framing, chunk reading and the append path in C.
 
 It does exactly what _accumulator_py.py does; the tests hold both to identical results. For
-OpenAI-style chat chunks it reads the JSON envelope on demand (_c/chunkscan.h) and unescapes each
+OpenAI-style chat chunks it reads the JSON envelope on demand (_c/chat.h) and unescapes each
 argument string straight into its call's bytearray, creating no Python object per event. Any
 event it does not fully understand goes to the shared general path (_dispatch, orjson).
 """
@@ -13,7 +13,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
-from libc.string cimport memchr, memcmp, memcpy, memmove
+from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from ._formats import dispatch as _dispatch
 from ._wire import framing as _framing
@@ -26,14 +26,15 @@ from ._formats.recognition import unrecognised
 from ._results import ToolCall
 from ._state import STRAY_KEPT, RawJSON, StreamState, finalized
 from ._formats import anthropic as _anthropic
+from ._formats import cohere as _cohere
 from ._formats import gemini as _gemini
-from ._formats.gemini import _VALUE_KEYS
+from ._formats import openai_responses as _responses
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 from orjson import loads as _loads
 
 __all__ = ["Accumulator"]
 
-cdef extern from "_c/chunkscan.h" nogil:
+cdef extern from "_c/scan.h" nogil:
     enum:
         CS_ABSENT
         CS_NULL
@@ -109,159 +110,7 @@ cdef extern from "_c/eventstream.h" nogil:
 
 es_crc_init()
 
-# What the fast path reads from each format's commonest events; any value kind is allowed, so
-# the reader only validates and locates, and the decisions stay here, readable.
-cdef enum:
-    _ANY = 31
-    FMT_OTHER = 0
-    FMT_CHAT = 1
-    FMT_RESPONSES = 2
-    FMT_ANTHROPIC = 3
-    FMT_BEDROCK = 4
-    FMT_COHERE = 5
-    FMT_GEMINI = 6
-    FMT_OLLAMA = 7
-
-cdef cs_want _ANTHROPIC[6]
-cdef cs_want _ANTHROPIC_OTHER[12]
-cdef cs_want _RESPONSES[3]
-cdef cs_want _RESPONSES_END[11]
-cdef cs_want _BEDROCK[5]
-cdef cs_want _COHERE[8]
-cdef cs_want _GEMINI[8]
-cdef cs_want _GEMINI_PIECE[12]
-cdef cs_want _GEMINI_PART[8]
-cdef cs_want _GEMINI_ENTRY[8]
-
-
-cdef void _want(cs_want *w, const char *a, const char *b=NULL, const char *c=NULL, const char *d=NULL,
-                const char *e=NULL):
-    w.path[0] = a
-    w.path[1] = b
-    w.path[2] = c
-    w.path[3] = d
-    w.path[4] = e
-    for k in range(5, 11):
-        w.path[k] = NULL
-    w.allowed = _ANY
-
-
-# anthropic content_block_delta: type, index, delta.type, delta.partial_json, delta.text, delta.thinking
-_want(&_ANTHROPIC[0], "type")
-_want(&_ANTHROPIC[1], "index")
-_want(&_ANTHROPIC[2], "delta", "type")
-_want(&_ANTHROPIC[3], "delta", "partial_json")
-_want(&_ANTHROPIC[4], "delta", "text")
-_want(&_ANTHROPIC[5], "delta", "thinking")
-# … and what the adapter reads of the other events (block start and stop, message start, delta, stop)
-_want(&_ANTHROPIC_OTHER[0], "type")
-_want(&_ANTHROPIC_OTHER[1], "index")
-_want(&_ANTHROPIC_OTHER[2], "content_block")
-_want(&_ANTHROPIC_OTHER[3], "content_block", "type")
-_want(&_ANTHROPIC_OTHER[4], "content_block", "id")
-_want(&_ANTHROPIC_OTHER[5], "content_block", "name")
-_want(&_ANTHROPIC_OTHER[6], "content_block", "input")
-_want(&_ANTHROPIC_OTHER[7], "content_block", "text")
-_want(&_ANTHROPIC_OTHER[8], "content_block", "thinking")
-_want(&_ANTHROPIC_OTHER[9], "delta", "stop_reason")
-_want(&_ANTHROPIC_OTHER[10], "usage")
-_want(&_ANTHROPIC_OTHER[11], "message", "usage")
-# openai-responses deltas: type, item_id, delta
-_want(&_RESPONSES[0], "type")
-_want(&_RESPONSES[1], "item_id")
-_want(&_RESPONSES[2], "delta")
-# … and for the closing events, what the adapter reads of their item or response (read only for
-# those: fewer wants keep the far commoner deltas fast)
-_want(&_RESPONSES_END[0], "type")
-_want(&_RESPONSES_END[1], "item_id")
-_want(&_RESPONSES_END[2], "delta")
-_want(&_RESPONSES_END[3], "item", "type")
-_want(&_RESPONSES_END[4], "item", "id")
-_want(&_RESPONSES_END[5], "response", "usage")
-_want(&_RESPONSES_END[6], "response", "status")
-_want(&_RESPONSES_END[7], "response", "incomplete_details", "reason")
-_want(&_RESPONSES_END[8], "response", "error")
-_want(&_RESPONSES_END[9], "response", "incomplete_details")
-_want(&_RESPONSES_END[10], "response")
-# bedrock contentBlockDelta payload: contentBlockIndex, delta.toolUse, delta.toolUse.input, delta.text,
-# delta.reasoningContent
-_want(&_BEDROCK[0], "contentBlockIndex")
-_want(&_BEDROCK[1], "delta", "toolUse")
-_want(&_BEDROCK[2], "delta", "toolUse", "input")
-_want(&_BEDROCK[3], "delta", "text")
-_want(&_BEDROCK[4], "delta", "reasoningContent")
-# cohere: type, index, the call's id, name and arguments, content text and thinking, tool plan
-_want(&_COHERE[0], "type")
-_want(&_COHERE[1], "index")
-_want(&_COHERE[2], "delta", "message", "tool_calls", "id")
-_want(&_COHERE[3], "delta", "message", "tool_calls", "function", "name")
-_want(&_COHERE[4], "delta", "message", "tool_calls", "function", "arguments")
-_want(&_COHERE[5], "delta", "message", "content", "text")
-_want(&_COHERE[6], "delta", "message", "tool_plan")
-_want(&_COHERE[7], "delta", "message", "content", "thinking")
-# gemini: a chunk with one candidate (or none) …
-_want(&_GEMINI[0], "candidates")
-_GEMINI[0].allowed = _ANY | CS_T_ARRAY
-_want(&_GEMINI[1], "candidates", "#0", "index")
-_want(&_GEMINI[2], "candidates", "#0", "finishReason")
-_want(&_GEMINI[3], "candidates", "#0", "content", "parts")
-_GEMINI[3].allowed = _ANY | CS_T_ARRAY
-_want(&_GEMINI[4], "usageMetadata")
-_want(&_GEMINI[5], "error")
-_want(&_GEMINI[6], "candidates", "#0")
-_want(&_GEMINI[7], "candidates", "#0", "content")
-# … or, read in one pass, the commonest Vertex chunk: the next piece of a string argument
-_want(&_GEMINI_PIECE[0], "candidates")
-_GEMINI_PIECE[0].allowed = _ANY | CS_T_ARRAY
-_want(&_GEMINI_PIECE[1], "candidates", "#0", "index")
-_want(&_GEMINI_PIECE[2], "candidates", "#0", "finishReason")
-_want(&_GEMINI_PIECE[3], "usageMetadata")
-_want(&_GEMINI_PIECE[4], "error")
-_want(&_GEMINI_PIECE[5], "candidates", "#0", "content", "parts")
-_GEMINI_PIECE[5].allowed = _ANY | CS_T_ARRAY
-for _k in range(6, 12):
-    _want(&_GEMINI_PIECE[_k], "candidates", "#0", "content", "parts", "#0")
-    _GEMINI_PIECE[_k].path[5] = "functionCall"
-_GEMINI_PIECE[7].path[6] = "name"
-_GEMINI_PIECE[8].path[6] = "partialArgs"
-for _k in range(9, 12):
-    _GEMINI_PIECE[_k].path[6] = "partialArgs"
-    _GEMINI_PIECE[_k].path[7] = "#0"
-_GEMINI_PIECE[9].path[8] = "jsonPath"
-_GEMINI_PIECE[10].path[8] = "stringValue"
-_GEMINI_PIECE[11].path[8] = "willContinue"
-_GEMINI_PIECE[8].allowed = _ANY | CS_T_ARRAY
-# … each of its parts …
-_want(&_GEMINI_PART[0], "text")
-_want(&_GEMINI_PART[1], "thought")
-_want(&_GEMINI_PART[2], "functionCall")
-_want(&_GEMINI_PART[3], "functionCall", "name")
-_want(&_GEMINI_PART[4], "functionCall", "id")
-_want(&_GEMINI_PART[5], "functionCall", "args")
-_want(&_GEMINI_PART[6], "functionCall", "willContinue")
-_want(&_GEMINI_PART[7], "functionCall", "partialArgs")
-_GEMINI_PART[7].allowed = _ANY | CS_T_ARRAY
-# … and each entry of a part's partialArgs (the value keys in _gemini._VALUE_KEYS order)
-_want(&_GEMINI_ENTRY[0], "jsonPath")
-_want(&_GEMINI_ENTRY[1], "stringValue")
-_want(&_GEMINI_ENTRY[2], "numberValue")
-_want(&_GEMINI_ENTRY[3], "boolValue")
-_want(&_GEMINI_ENTRY[4], "nullValue")
-_want(&_GEMINI_ENTRY[5], "structValue")
-_want(&_GEMINI_ENTRY[6], "listValue")
-_want(&_GEMINI_ENTRY[7], "willContinue")
-
-_FORMAT_CODES = {"openai-chat": FMT_CHAT, "openai-responses": FMT_RESPONSES, "anthropic": FMT_ANTHROPIC,
-                 "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE, "gemini": FMT_GEMINI, "ollama": FMT_OLLAMA}
-# Event types whose adapter does nothing with them: the fast path only validates them.
-_RESPONSES_HANDLED = frozenset((
-    b"response.function_call_arguments.delta", b"response.output_text.delta",
-    b"response.reasoning_summary_text.delta", b"response.reasoning_text.delta", b"response.refusal.delta",
-    b"response.output_item.added", b"response.output_item.done", b"response.function_call_arguments.done",
-    b"response.completed", b"response.incomplete", b"response.failed",
-    b"response.custom_tool_call_input.delta", b"response.custom_tool_call_input.done"))
-_COHERE_IGNORED = frozenset((b"message-start", b"content-start", b"content-end", b"citation-start",
-                             b"citation-end", b"debug"))
+include "_c/paths.pxi"
 
 
 cdef inline bint _plainly_sse(unsigned char first):
@@ -270,54 +119,7 @@ cdef inline bint _plainly_sse(unsigned char first):
                 or first == b'[' or first == b'{' or first == 0)
 
 
-cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
-    """Tell whether a located value is the string text (compared as sent: escapes never match)."""
-    return v.kind == CS_T_STR and v.n == n and not v.has_esc and cs_same(v.p, text, n)
-
-
-cdef object _span_str_v(const cs_val *v):
-    cdef cs_span s = _span(v)
-    return _span_str(&s)
-
-
-cdef object _value(const cs_val *v):
-    """Return a located value as the Python object orjson would give for it (None when absent)."""
-    if v.kind == CS_T_STR:
-        return _span_str_v(v)
-    if v.kind == CS_T_INT:
-        return v.i
-    if v.kind == CS_T_OTHER or v.kind == CS_T_ARRAY:
-        return _loads((<const char *>v.p)[:v.n])
-    return None
-
-
-cdef object _compacted(const cs_val *v):
-    """Return a located value's text as orjson.dumps writes its parsed value, or None when that takes dumps."""
-    cdef unsigned char small[2048]
-    cdef unsigned char *out = small
-    cdef Py_ssize_t n
-    if v.kind != CS_T_OTHER and v.kind != CS_T_ARRAY and v.kind != CS_T_INT:
-        return None
-    if v.n > 2048:
-        out = <unsigned char *>PyMem_Malloc(v.n)
-        if out == NULL:
-            raise MemoryError()
-    try:
-        n = cs_compact(v.p, v.n, out)
-        return PyBytes_FromStringAndSize(<const char *>out, n) if n >= 0 else None
-    finally:
-        if out != small:
-            PyMem_Free(out)
-
-
-cdef object _compacted_text(bytes text):
-    """Return _compacted for the text of a JSON value other than a string (valid: orjson has read it)."""
-    cdef cs_val v
-    v.p = <const unsigned char *><char *>text
-    v.n = len(text)
-    v.kind = CS_T_OTHER
-    v.has_esc = 0
-    return _compacted(&v)
+include "_c/values.pxi"
 
 
 def _crc32(bytes data):
@@ -325,49 +127,8 @@ def _crc32(bytes data):
     return es_crc32(<const unsigned char *><char *>data, len(data))
 
 
-def _compact(bytes text):
-    """Return what _compacted gives for a JSON value's text (for tests), or None; ValueError if it is not valid."""
-    cdef cs_want want
-    cdef cs_val v
-    wrapped = b'{"v":' + text + b'}'
-    _want(&want, "v")
-    if not cs_extract(<const unsigned char *><char *>wrapped, len(wrapped), &want, 1, &v):
-        raise ValueError("not a value the reader takes")
-    return _compacted(&v)
+include "_c/counters.pxi"
 
-
-cdef inline bint _is_true(const cs_val *v):
-    return v.kind == CS_T_OTHER and v.n == 4 and cs_same(v.p, b"true", 4)
-
-
-cdef inline bint _is_object(const cs_val *v):
-    return v.kind == CS_T_OTHER and v.p[0] == b'{'
-
-
-cdef inline bint _empty_object(const cs_val *v):
-    """Tell whether a located object is {} (whitespace aside)."""
-    cdef Py_ssize_t k
-    for k in range(1, v.n - 1):
-        if v.p[k] != b' ' and v.p[k] != b'\t' and v.p[k] != b'\r' and v.p[k] != b'\n':
-            return False
-    return True
-
-
-cdef inline bint _zero_keys(dict d):
-    """Tell whether a dict's keys are at most the integer 0 (a choice number)."""
-    for key in d:
-        if type(key) is not int or key:
-            return False
-    return True
-
-
-cdef inline cs_span _span(const cs_val *v):
-    cdef cs_span s
-    s.p = v.p
-    s.n = v.n
-    s.kind = CS_STR
-    s.has_esc = v.has_esc
-    return s
 
 cdef int _Q_CHANGING_ID = Q_CHANGING_ID
 cdef int _Q_EMPTY_NAME = Q_EMPTY_NAME
@@ -402,91 +163,7 @@ cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
 
 
-cdef class _SentArguments:
-    """A whole call's arguments as the stream sent them: ToolCall.raw_arguments re-encodes them when asked."""
-    cdef readonly bytes text
-
-    def compact(self):
-        """Return the arguments as orjson writes their value: the compact text every call keeps."""
-        if self.text is None:
-            raise TypeError("no arguments text: only the accumulator makes these")
-        data = _compacted_text(self.text)
-        return compact_json(_loads(self.text)) if data is None else data
-
-
-cdef class _Slot:
-    """One call being received: id, name and its argument bytes."""
-    cdef object choice
-    cdef Py_ssize_t seq
-    cdef Py_ssize_t position
-    cdef object id
-    cdef object name
-    cdef bytearray buf
-    cdef Py_ssize_t last_start
-    cdef Py_ssize_t nfrags
-    cdef object cumulative
-    cdef int pending
-    cdef int quirks
-    cdef object call  # built when the protocol closed the call
-    cdef Py_ssize_t call_nfrags
-    cdef int over  # the limit (a CUT_* code) its arguments reached: the rest is dropped
-    cdef bint shared  # a call handed over holds buf: copy it before it changes (_unshare)
-    cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
-    cdef bint custom  # an OpenAI custom tool call: its input text is the arguments, never parsed
-
-    def __cinit__(self):
-        self.buf = PyByteArray_FromStringAndSize(NULL, 0)  # the other fields start as None and 0
-
-
-cdef class _ChoiceState:
-    """The calls of one choice: by index, and the latest one."""
-    cdef dict by_index
-    cdef _Slot latest
-    cdef Py_ssize_t count
-
-    def __cinit__(self):
-        self.by_index = {}
-        self.latest = None
-
-
-cdef class _Text:
-    """A choice's message text (content, reasoning, refusal) being received."""
-    cdef bytearray buf
-    cdef int pending
-    cdef bint cut  # Limits.stream_bytes cut it: text after the cut would leave a hole
-
-    def __cinit__(self):
-        self.buf = bytearray()
-
-
-cdef inline int _grow(bytearray buf, Py_ssize_t extra) except -1:
-    return PyByteArray_Resize(buf, PyByteArray_GET_SIZE(buf) + extra)
-
-
-cdef Py_ssize_t _unescape_into(bytearray buf, const cs_span *s) except -1:
-    """Append a scanned string span to buf (escapes decoded); return the bytes written."""
-    cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
-    cdef Py_ssize_t n
-    if not s.has_esc:
-        _grow(buf, s.n)
-        memcpy(PyByteArray_AS_STRING(buf) + size, s.p, s.n)
-        return s.n
-    _grow(buf, s.n)
-    n = cs_unescape(s.p, s.n, <unsigned char *>PyByteArray_AS_STRING(buf) + size)
-    PyByteArray_Resize(buf, size + n)
-    return n
-
-
-cdef object _span_str(const cs_span *s):
-    """Return a scanned string span as a str (None when absent or null)."""
-    cdef bytearray tmp
-    if s.kind != CS_STR:
-        return None
-    if not s.has_esc:
-        return PyUnicode_DecodeUTF8(<const char *>s.p, s.n, NULL)
-    tmp = bytearray()
-    _unescape_into(tmp, s)
-    return PyUnicode_DecodeUTF8(PyByteArray_AS_STRING(tmp), PyByteArray_GET_SIZE(tmp), NULL)
+include "_c/slots.pxi"
 
 
 cdef class Accumulator:
@@ -748,6 +425,7 @@ Reassemble the tool calls of one streamed response.
                     k = 4
             if k:
                 self._data_offset = self._offset
+                _paths[FRAMED_SSE_DIRECT] += 1
                 if m > 5 and p[5] == b' ':
                     self._dispatch_payload(p + 6, m - 6)
                 else:
@@ -904,6 +582,7 @@ Reassemble the tool calls of one streamed response.
         if not dropped and n:
             self._event_name = None
             self._data_offset = self._ja_start
+            _paths[FRAMED_JSONARRAY] += 1
             self._dispatch_payload(p, n)
         del self._tail[:]
         return 0
@@ -986,6 +665,7 @@ Reassemble the tool calls of one streamed response.
         if kind == "event":
             self._event_name = headers.get(":event-type")
             self._data_offset = offset
+            _paths[FRAMED_EVENTSTREAM] += 1
             self._dispatch_payload(payload, pn)
         else:
             _framing.not_an_event(self._state, headers, kind, (<const char *>payload)[:pn], offset)
@@ -1001,6 +681,7 @@ Reassemble the tool calls of one streamed response.
             if p[k] != b' ' and p[k] != b'\t' and p[k] != b'\r' and p[k] != b'\n':
                 self._event_name = None
                 self._data_offset = pos
+                _paths[FRAMED_NDJSON] += 1
                 return self._dispatch_payload(p, n)
         return 0
 
@@ -1138,6 +819,7 @@ Reassemble the tool calls of one streamed response.
         cdef Py_ssize_t n = self._data_len
         self._data_len = 0
         self._data_lines = 0
+        _paths[FRAMED_SSE] += 1
         return self._dispatch_payload(<const unsigned char *>self._data, n)
 
     cdef int _dispatch_payload(self, const unsigned char *data, Py_ssize_t n) except -1:
@@ -1151,15 +833,18 @@ Reassemble the tool calls of one streamed response.
                     raise MemoryError()
             if event is None and cs_scan_chat_chunk(data, n, self._chunk) and (self._seen or self._chat_seen()):
                 self._apply_chunk()
+                _paths[FMT_CHAT] += 1
                 return 0
         # (event is None first: several formats name no events, and None != "error" is a slow comparison)
         # Before the stream's format is recognised, an event the fast path takes is its own format's
         # (each fast reader takes only what is plainly its format's until then: see _gemini_chunk).
         elif self._fmt != FMT_OTHER and (event is None or event != "error") and self._fast_event(event, data, n):
+            _paths[self._fmt] += 1
             if not self._seen:
                 self._seen = True
                 self._state.recognised = True
             return 0
+        _paths[PATH_GENERAL] += 1
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
         if self._halting:
@@ -1189,6 +874,7 @@ Reassemble the tool calls of one streamed response.
         """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
         self._event_name = event
         self._data_offset = offset
+        _paths[FRAMED_ELSEWHERE] += 1
         self._dispatch_payload(<const unsigned char *><char *>data, len(data))
 
     cdef int _end_of_stream(self) except -1:
@@ -1340,350 +1026,21 @@ Reassemble the tool calls of one streamed response.
     cdef int _fast_event(self, object event, const unsigned char *data, Py_ssize_t n) except -1:
         """Apply the commonest events of the other formats in place; 0 sends the event the general way.
 
-        Each branch does exactly what the format's adapter would do with that event.
+        Each format's reader (_c/fast_*.pxi) does exactly what the format's adapter does with that event.
         """
-        cdef cs_val *v = self._vals
-        cdef _Slot slot
-        cdef cs_span span
-        cdef int64_t index
         if self._fmt == FMT_ANTHROPIC:
-            if not cs_extract(data, n, _ANTHROPIC, 6, v):
-                return 0
-            if _is(&v[0], "ping", 4):
-                return 1  # the adapter lets it pass
-            if not _is(&v[0], "content_block_delta", 19):
-                return self._anthropic_event(data, n)
-            if v[1].kind != CS_T_INT or v[2].kind != CS_T_STR:
-                return 0
-            if _is(&v[2], "input_json_delta", 16) and v[3].kind == CS_T_STR:
-                return self._append_known(v[1].i, &v[3])
-            if _is(&v[2], "text_delta", 10) and v[4].kind == CS_T_STR:
-                span = _span(&v[4])
-                self._text_span(0, 0, &span)
-                return 1
-            if _is(&v[2], "thinking_delta", 14) and v[5].kind == CS_T_STR:
-                span = _span(&v[5])
-                self._text_span(0, 1, &span)
-                return 1
-            if not (_is(&v[2], "input_json_delta", 16) or _is(&v[2], "text_delta", 10)
-                    or _is(&v[2], "thinking_delta", 14)):
-                return 1  # signature, citations …: the adapter lets them pass
-            return 0
+            return _anthropic_fast(self, data, n)
         if self._fmt == FMT_RESPONSES:
-            if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
-                return 0
-            if v[2].kind == CS_T_STR and (_is(&v[0], "response.function_call_arguments.delta", 38) or _is(
-                    &v[0], "response.custom_tool_call_input.delta", 37)):
-                if v[1].kind != CS_T_STR:
-                    return 0
-                return self._append_item(&v[1], &v[2])
-            if v[0].n > 9 and cs_same(v[0].p, b"response.", 9) and \
-                    (<const char *>v[0].p)[:v[0].n] not in _RESPONSES_HANDLED:
-                return 1  # created, in_progress, content parts …: the adapter lets them pass
-            if (_is(&v[0], "response.function_call_arguments.done", 37) or _is(&v[0], "response.output_item.done", 25)
-                    or _is(&v[0], "response.output_item.added", 26) or _is(&v[0], "response.completed", 18)
-                    or _is(&v[0], "response.incomplete", 19)) and not cs_extract(data, n, _RESPONSES_END, 11, v):
-                return 0
-            if _is(&v[0], "response.function_call_arguments.done", 37):
-                # Its arguments repeat what the deltas brought: the call is complete.
-                slot = self._item(&v[1]) if v[1].kind == CS_T_STR else None
-                if slot is None:
-                    return 0
-                self._complete_slot(slot)
-                return 1
-            if _is(&v[0], "response.output_item.done", 25) or _is(&v[0], "response.output_item.added", 26):
-                if _is(&v[3], "custom_tool_call", 16):
-                    return 0  # a custom (free-form) tool call: the general way
-                if not _is(&v[3], "function_call", 13):
-                    # a message, reasoning, a server tool: not ours (an escaped type is read the general way)
-                    return 0 if v[3].kind == CS_T_STR and v[3].has_esc else 1
-                if v[0].n != 25 or v[4].kind != CS_T_STR or v[4].n == 0:
-                    return 0  # registering a call: the general way
-                slot = self._item(&v[4])
-                if slot is None:
-                    return 0
-                self._complete_slot(slot)
-                return 1
-            if _is(&v[0], "response.completed", 18) or _is(&v[0], "response.incomplete", 19):
-                return self._responses_end(v)
-            if v[2].kind != CS_T_STR:
-                return 0
-            span = _span(&v[2])
-            if _is(&v[0], "response.output_text.delta", 26):
-                self._text_span(0, 0, &span)
-            elif _is(&v[0], "response.reasoning_summary_text.delta", 37) or _is(
-                    &v[0], "response.reasoning_text.delta", 29):
-                self._text_span(0, 1, &span)
-            elif _is(&v[0], "response.refusal.delta", 22):
-                self._text_span(0, 2, &span)
-            else:
-                return 0
-            return 1
+            return _responses_fast(self, data, n)
         if self._fmt == FMT_BEDROCK:
-            if event != "contentBlockDelta" or not cs_extract(data, n, _BEDROCK, 5, v) or v[0].kind != CS_T_INT:
-                return 0
-            if v[2].kind == CS_T_STR:
-                return self._append_known(v[0].i, &v[2])
-            if (v[1].kind == CS_T_ABSENT or v[1].kind == CS_T_NULL) and v[3].kind == CS_T_STR \
-                    and v[4].kind == CS_T_ABSENT:
-                span = _span(&v[3])
-                self._text_span(0, 0, &span)
-                return 1
-            return 0
+            return _bedrock_fast(self, event, data, n)
         if self._fmt == FMT_COHERE:
-            if not cs_extract(data, n, _COHERE, 8, v) or v[0].kind != CS_T_STR or v[0].has_esc:
-                return 0
-            if (<const char *>v[0].p)[:v[0].n] in _COHERE_IGNORED:
-                return 1  # the adapter lets these pass
-            if _is(&v[0], "content-delta", 13) and v[5].kind == CS_T_STR and v[7].kind == CS_T_ABSENT:
-                span = _span(&v[5])
-                self._text_span(0, 0, &span)
-                return 1
-            if _is(&v[0], "tool-call-delta", 15):
-                if v[1].kind != CS_T_INT or v[4].kind != CS_T_STR or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL)) \
-                        or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
-                    return 0
-                return self._append_known(v[1].i, &v[4])
-            if _is(&v[0], "tool-plan-delta", 15) and v[6].kind == CS_T_STR:
-                span = _span(&v[6])
-                self._text_span(0, 1, &span)
-                return 1
-            return 0
+            return _cohere_fast(self, data, n)
         if self._fmt == FMT_GEMINI:
-            # While a call's arguments stream, most chunks are the next piece of a string: try that first.
-            return (self._state.notes.get("open") and self._gemini_piece(data, n)) or self._gemini_chunk(data, n)
+            return _gemini_fast(self, data, n)
         if self._fmt == FMT_OLLAMA:
-            return self._ollama_line(data, n)
+            return _ollama_line(self, data, n)
         return 0
-
-    cdef int _gemini_chunk(self, const unsigned char *data, Py_ssize_t n) except -1:
-        """Apply a Gemini chunk as _gemini.handle does; 0 sends it the general way.
-
-        Every part and partialArgs entry is located (and checked readable) before anything is
-        applied, so a chunk is taken whole here or not at all.
-        """
-        cdef cs_val *v = self._vals
-        cdef cs_val parts[16][8]
-        cdef cs_val entries[16][8]
-        cdef const unsigned char *part_at[16]
-        cdef Py_ssize_t part_len[16]
-        cdef const unsigned char *entry_at[16]
-        cdef Py_ssize_t entry_len[16]
-        cdef int part_entries[16]
-        cdef int nparts = 0, nentries = 0, k, j, m, first
-        cdef cs_val *part
-        cdef cs_span span
-        if not cs_extract(data, n, _GEMINI, 8, v) or not (v[5].kind & (CS_T_ABSENT | CS_T_NULL)) \
-                or v[4].kind == CS_T_STR or (not self._seen and v[0].kind != CS_T_ARRAY):
-            return 0  # (a chunk without candidates is any JSON object: Gemini's only once the stream is)
-        if v[0].kind == CS_T_ARRAY and v[0].i == 1:
-            if (not _is_object(&v[6]) or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))
-                    or not (v[7].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[7]))):
-                return 0
-            if v[3].kind == CS_T_ARRAY:
-                nparts = cs_items(v[3].p, v[3].n, part_at, part_len, 16)
-                if nparts < 0:
-                    return 0
-            elif not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
-                return 0
-        elif not (v[0].kind & (CS_T_ABSENT | CS_T_NULL) or (v[0].kind == CS_T_ARRAY and v[0].i == 0)):
-            return 0
-        for k in range(nparts):
-            part_entries[k] = 0
-            if part_at[k][0] != b'{':
-                continue  # not an object: the adapter skips it
-            if not cs_extract(part_at[k], part_len[k], _GEMINI_PART, 8, parts[k]):
-                return 0
-            if parts[k][7].kind == CS_T_ARRAY and parts[k][7].i:
-                m = cs_items(parts[k][7].p, parts[k][7].n, entry_at + nentries, entry_len + nentries, 16 - nentries)
-                if m < 0:
-                    return 0
-                for j in range(nentries, nentries + m):
-                    if entry_at[j][0] != b'{':
-                        entries[j][0].kind = 0  # not an object: unusable
-                    elif not cs_extract(entry_at[j], entry_len[j], _GEMINI_ENTRY, 8, entries[j]):
-                        return 0
-                part_entries[k] = m
-                nentries += m
-        choice = v[1].i if v[1].kind == CS_T_INT else 0
-        first = 0
-        for k in range(nparts):
-            if part_at[k][0] == b'{':
-                part = parts[k]
-                if _is_object(&part[2]):
-                    self._gemini_call(choice, part, entries[first], entry_at + first, entry_len + first,
-                                      part_entries[k])
-                elif part[0].kind == CS_T_STR and part[0].n:
-                    span = _span(&part[0])
-                    self._text_span(choice, 1 if _is_true(&part[1]) else 0, &span)
-            first += part_entries[k]
-        if v[2].kind == CS_T_STR:
-            _gemini.finish_choice(self, self._state, choice, _span_str_v(&v[2]))
-        if v[4].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
-            self._raw_usage(&v[4])
-        return 1
-
-    cdef int _anthropic_event(self, const unsigned char *data, Py_ssize_t n) except -1:
-        """Apply a block start or stop, or a message start, delta or stop, as _anthropic.handle does; 0: the general way."""
-        cdef cs_val *v = self._vals
-        cdef cs_span span
-        cdef int which
-        if not cs_extract(data, n, _ANTHROPIC_OTHER, 12, v) or v[0].kind != CS_T_STR or v[0].has_esc:
-            return 0
-        state = self._state
-        if _is(&v[0], "content_block_stop", 18):
-            if v[1].kind != CS_T_INT:
-                return 0
-            _anthropic.stop_block(self, state, v[1].i)
-            return 1
-        if _is(&v[0], "content_block_start", 19):
-            if v[1].kind != CS_T_INT or not _is_object(&v[2]) or v[3].has_esc:
-                return 0
-            if _is(&v[3], "tool_use", 8):
-                _anthropic.start_tool(self, state, v[1].i, _value(&v[4]), _value(&v[5]), _value(&v[6]))
-            elif _is(&v[3], "text", 4) or _is(&v[3], "thinking", 8):
-                which = 0 if v[3].n == 4 else 1
-                if v[7 + which].kind == CS_T_STR:
-                    if v[7 + which].n:
-                        span = _span(&v[7 + which])
-                        self._text_span(0, which, &span)
-                elif not (v[7 + which].kind & (CS_T_ABSENT | CS_T_NULL)):
-                    return 0  # text that is not a string: the adapter reports it
-            return 1
-        if _is(&v[0], "message_delta", 13):
-            if v[9].kind == CS_T_STR:
-                state.finish(0, _span_str_v(&v[9]))
-            if _is_object(&v[10]):
-                _anthropic._usage(state, _value(&v[10]))
-            return 1
-        if _is(&v[0], "message_start", 13):
-            if _is_object(&v[11]):
-                _anthropic._usage(state, _value(&v[11]))
-            return 1
-        if _is(&v[0], "message_stop", 12):
-            state.complete = True
-            self._complete_all()
-            return 1
-        return 0
-
-    cdef int _gemini_piece(self, const unsigned char *data, Py_ssize_t n) except -1:
-        """Apply, in one pass, a chunk of one part with one partialArgs entry, a string; 0 when it is anything else."""
-        cdef cs_val *v = self._vals
-        cdef bint more
-        if (not cs_extract(data, n, _GEMINI_PIECE, 12, v) or not (v[4].kind & (CS_T_ABSENT | CS_T_NULL))
-                or v[0].kind != CS_T_ARRAY or v[0].i != 1 or v[5].kind != CS_T_ARRAY or v[5].i != 1
-                or not _is_object(&v[6]) or (v[7].kind == CS_T_STR and v[7].n) or v[8].kind != CS_T_ARRAY
-                or v[8].i != 1 or v[9].kind != CS_T_STR or v[10].kind != CS_T_STR
-                or v[2].kind == CS_T_STR or v[3].kind == CS_T_STR
-                or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))):
-            return 0
-        building = self._gemini_open(v[1].i if v[1].kind == CS_T_INT else 0)
-        if building is None:
-            return 0
-        text = _span_str_v(&v[9])
-        more = _is_true(&v[11])
-        if more and text == building.open_text:
-            if not building.open_ok:
-                return 0  # nothing applied yet: the general way reports it
-            building.pieces.append(_span_str_v(&v[10]))  # what put() does with the next piece
-        elif not building.put(text, "stringValue", _span_str_v(&v[10]), more):
-            call = _loads((<const char *>v[6].p)[:v[6].n])
-            _gemini.unusable(self._state, call["partialArgs"][0], self._data_offset, call)
-        if v[3].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
-            self._raw_usage(&v[3])
-        return 1
-
-    cdef int _gemini_call(self, object choice, cs_val *part, cs_val *entries, const unsigned char **entry_at,
-                          Py_ssize_t *entry_len, int count) except -1:
-        """Apply one functionCall part as _gemini._call does (entries: its partialArgs, count of them)."""
-        cdef cs_val *call = &part[2]
-        cdef int j
-        state = self._state
-        if part[3].kind == CS_T_STR and part[3].n:  # a name: a whole call, or one whose arguments stream next
-            streamed = _is_true(&part[6]) and part[5].kind == CS_T_ABSENT
-            if streamed or self._gemini_open(choice) is not None:
-                _gemini.start_call(self, state, choice, _span_str_v(&part[3]), _value(&part[4]), streamed,
-                                   None if streamed else _value(&part[5]))
-                return 0
-            # A whole call with nothing open before it: what start_call and _emit do.
-            call_id = _value(&part[4])
-            sent = (<const char *>part[5].p)[:part[5].n] if part[5].kind == CS_T_OTHER else None
-            self._take_whole(choice, call_id if type(call_id) is str else None, _span_str_v(&part[3]),
-                             _value(&part[5]) if sent is None else _loads(sent), sent)
-            return 0
-        building = self._gemini_open(choice)
-        if building is None:
-            if not (part[7].kind & (CS_T_ABSENT | CS_T_NULL)) or not (part[5].kind & (CS_T_ABSENT | CS_T_NULL)):
-                state.error("unexpected shape", "functionCall arguments with no call open", self._data_offset,
-                            _loads((<const char *>call.p)[:call.n]))
-            return 0
-        if part[7].kind == CS_T_ARRAY:
-            for j in range(count):
-                if not self._gemini_entry(building, entries + 8 * j):
-                    _gemini.unusable(state, _loads((<const char *>entry_at[j])[:entry_len[j]]), self._data_offset,
-                                     _loads((<const char *>call.p)[:call.n]))
-        elif part[7].kind == CS_T_ABSENT and _empty_object(call):
-            _gemini.close_open(self, state, choice)  # the bare functionCall: {} closes the call
-        return 0
-
-    cdef object _gemini_open(self, object choice):
-        """Return the choice's call whose arguments are being streamed, or None (_gemini.open_call)."""
-        open_calls = self._state.notes.get("open")
-        return None if open_calls is None else open_calls.get(choice)
-
-    cdef object _gemini_entry(self, object building, cs_val *entry):
-        """Apply one partialArgs entry as _Builder.apply does; return what it returns."""
-        cdef int k
-        cdef bint more = _is_true(&entry[7])
-        if entry[0].kind != CS_T_STR:
-            return False  # not an object, or no jsonPath string
-        for k in range(1, 7):
-            if entry[k].kind != CS_T_ABSENT:
-                break
-        else:
-            return more  # a bare continuation marker
-        text = _span_str_v(&entry[0])
-        if k == 1 and more and entry[1].kind == CS_T_STR and text == building.open_text:
-            # The next piece of the string being continued: what put() does with it.
-            building.pieces.append(_span_str_v(&entry[1]))
-            return building.open_ok
-        return building.put(text, _VALUE_KEYS[k - 1], _value(&entry[k]), more)
-
-    cdef int _ollama_line(self, const unsigned char *data, Py_ssize_t n) except -1:
-        """Apply an Ollama line in the shape its server writes, as _ollama.handle does; 0 sends it the general way."""
-        cdef cs_oline line
-        cdef cs_ocall calls[16]
-        cdef int count = cs_ollama_line(data, n, &line, calls, 16)
-        cdef int k
-        if count < 0:
-            return 0
-        sent = [] if count else None  # most lines carry text only
-        values = [] if count else None
-        for k in range(count):
-            sent.append((<const char *>calls[k].args)[:calls[k].args_n])
-            try:
-                values.append(_loads(sent[k]))
-            except ValueError:
-                return 0  # the general path reports it (or reads a lone surrogate escape its own way)
-        if line.content.n:
-            self._text_span(0, 0, &line.content)
-        if line.thinking.n:
-            self._text_span(0, 1, &line.thinking)
-        for k in range(count):
-            self._take_whole(0, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], sent[k])
-        if line.done:
-            usage = {}
-            if line.prompt_eval_count.kind != CS_T_ABSENT:
-                usage["prompt_eval_count"] = _value(&line.prompt_eval_count)
-            if line.eval_count.kind != CS_T_ABSENT:
-                usage["eval_count"] = _value(&line.eval_count)
-            # What _ollama.finish does, without the calls through Python.
-            if usage:
-                self._state.usage = usage
-            reason = _span_str(&line.reason)
-            self._state.finish(0, "stop" if reason is None else reason)
-            self._complete_all()
-        return 1
 
     cdef int _complete_all(self) except -1:
         """Hand over every call not yet handed over (what _complete(None, None) does)."""
@@ -1706,24 +1063,6 @@ Reassemble the tool calls of one streamed response.
         if slot.call is None:
             self._done.append(self._settle(slot, False))
         return 0
-
-    cdef int _responses_end(self, cs_val *v) except -1:
-        """Apply response.completed / .incomplete without reading the response's output."""
-        cdef object reason
-        if v[10].kind != CS_T_OTHER or not (v[8].kind & (CS_T_ABSENT | CS_T_NULL)) or v[5].kind == CS_T_STR \
-                or not (v[6].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR)):
-            return 0
-        if v[5].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
-            self._raw_usage(&v[5])
-        if v[9].kind == CS_T_OTHER and v[7].kind == CS_T_STR:
-            reason = _span_str_v(&v[7])
-        elif v[6].kind == CS_T_STR and v[6].n:
-            reason = _span_str_v(&v[6])
-        else:
-            reason = "completed" if v[0].n == 18 else "incomplete"
-        self._state.finish(0, reason)
-        self._complete_all()
-        return 1
 
     cdef _Slot _item(self, const cs_val *key):
         """Return the call a Responses item_id names, when it already has arguments, else None."""
@@ -2239,3 +1578,11 @@ cdef _Slot _refused(_ChoiceState cs, object index):
 cdef bint _complete(_Slot slot):
     """Tell whether a slot's arguments already form a complete JSON value."""
     return PyByteArray_GET_SIZE(slot.buf) > 0 and parses(slot.buf)
+
+
+include "_c/fast_anthropic.pxi"
+include "_c/fast_responses.pxi"
+include "_c/fast_bedrock.pxi"
+include "_c/fast_cohere.pxi"
+include "_c/fast_gemini.pxi"
+include "_c/fast_ollama.pxi"

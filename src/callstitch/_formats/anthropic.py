@@ -65,11 +65,11 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         delta = obj.get("delta")
         if type(delta) is dict and type(delta.get("stop_reason")) is str:
             state.finish(0, delta["stop_reason"])
-        _usage(state, obj.get("usage"))
+        merge_usage(state, obj.get("usage"))
     elif kind == "message_start":
         message = obj.get("message")
         if type(message) is dict:
-            _usage(state, message.get("usage"))
+            merge_usage(state, message.get("usage"))
     elif kind == "message_stop":
         state.complete = True
         acc._complete(None, None)
@@ -102,8 +102,8 @@ def _text(acc: Any, state: Any, which: int, text: Any, offset: int | None, empty
         state.error("unexpected shape", "text that is not a string", offset, text)
 
 
-def _usage(state: Any, usage: Any) -> None:
-    # message_start carries the input side, message_delta the output side: keep both.
+def merge_usage(state: Any, usage: Any) -> None:
+    """Merge a usage object into the stream's (message_start brings the input side, message_delta the output)."""
     if type(usage) is dict:
         merged = dict(state.usage) if type(state.usage) is dict else {}
         merged.update((k, v) for k, v in usage.items() if v is not None or k not in merged)

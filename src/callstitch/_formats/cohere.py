@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-_EVENTS = frozenset(("message-start", "content-start", "content-delta", "content-end", "tool-plan-delta",
-                     "tool-call-start", "tool-call-delta", "tool-call-end", "citation-start", "citation-end",
-                     "message-end", "debug"))
+# The event types handle passes over untouched (the compiled twin's fast path lets them pass) …
+IGNORED_EVENTS = frozenset(("message-start", "content-start", "content-end", "citation-start", "citation-end",
+                            "debug"))
+# … and with those it acts on, every event type of the format.
+_EVENTS = IGNORED_EVENTS | frozenset(("content-delta", "tool-plan-delta", "tool-call-start", "tool-call-delta",
+                                      "tool-call-end", "message-end"))
 
 
 def claims(event: str | None, obj: Any) -> bool:

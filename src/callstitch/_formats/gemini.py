@@ -18,7 +18,7 @@ import orjson
 from .._state import error_text
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
-_VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue", "structValue", "listValue")
+VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue", "structValue", "listValue")
 _CUT = "\x00callstitch-cut\x00"
 _CUT_JSON = b"\\u0000callstitch-cut\\u0000"
 
@@ -84,12 +84,12 @@ def start_call(acc: Any, state: Any, choice: int, name: str, call_id: Any, strea
     """A functionCall with a name: a whole call (args an object), or one whose arguments stream next."""
     close_open(acc, state, choice)
     if streamed:
-        state.notes.setdefault("open", {})[choice] = _Builder(name, call_id if type(call_id) is str else None)
+        state.notes.setdefault("open", {})[choice] = Builder(name, call_id if type(call_id) is str else None)
     else:
         _emit(acc, choice, call_id, name, args)
 
 
-def open_call(state: Any, choice: int) -> _Builder | None:
+def open_call(state: Any, choice: int) -> Builder | None:
     """Return the call of a choice whose arguments are being streamed, if any."""
     open_calls = state.notes.get("open")
     return None if open_calls is None else open_calls.get(choice)
@@ -126,12 +126,13 @@ def close(acc: Any, state: Any) -> None:
         close_open(acc, state, choice)
 
 
-class _Builder:
+class Builder:
     """The arguments of one streamed call, assembled from (JSON path, typed value) entries.
 
     A string continued over several entries is gathered in ``pieces`` and written into the
     arguments when it closes (or when anything else comes): the compiled twin appends the
-    pieces of a continued string to that list itself.
+    pieces of a continued string to that list itself. Its interface with the compiled twin:
+    ``open_text``, ``open_ok``, ``pieces`` and ``put``.
     """
 
     __slots__ = ("name", "id", "root", "open_path", "open_text", "open_ok", "pieces")
@@ -149,7 +150,7 @@ class _Builder:
         """Apply one partialArgs entry; False when it cannot be used."""
         if type(entry) is not dict or type(entry.get("jsonPath")) is not str:
             return False
-        for key in _VALUE_KEYS:
+        for key in VALUE_KEYS:
             if key in entry:
                 return self.put(entry["jsonPath"], key, entry[key], entry.get("willContinue") is True)
         return entry.get("willContinue") is True  # a bare continuation marker

@@ -9,6 +9,11 @@ from .._state import error_text
 _TEXT = {"response.output_text.delta": 0, "response.reasoning_summary_text.delta": 1,
          "response.reasoning_text.delta": 1, "response.refusal.delta": 2}
 _ENDS = ("response.completed", "response.incomplete", "response.failed")
+# Every event type handle acts on; any other passes untouched (the compiled twin's fast path lets it pass).
+HANDLED_EVENTS = frozenset((*_TEXT, *_ENDS, "response.function_call_arguments.delta",
+                            "response.custom_tool_call_input.delta", "response.output_item.added",
+                            "response.output_item.done", "response.function_call_arguments.done",
+                            "response.custom_tool_call_input.done", "error"))
 
 
 def claims(event: str | None, obj: Any) -> bool:
@@ -24,6 +29,8 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     kind = obj.get("type")
     if type(kind) is not str:
         return  # like any event type it does not know (JSON values may be unhashable: no lookups)
+    if kind not in HANDLED_EVENTS:
+        return  # created, in_progress, content parts …: nothing to apply
     notes = state.notes
     if kind == "response.function_call_arguments.delta" or kind == "response.custom_tool_call_input.delta":
         # A custom tool call's input streams as function arguments do (its item says it is custom).

@@ -1,0 +1,329 @@
+/*
+ * chat.h -- validating on-demand reader for one OpenAI-style
+ * chat.completion.chunk SSE "data:" payload.
+ *
+ * cs_scan_chat_chunk() either fully understands the payload (returns 1 and
+ * reports where the interesting fields are) or returns 0, meaning "hand it
+ * to the general path" (orjson.loads + Python adapter).  When it returns 1
+ * the whole document has been validated the way orjson would validate it
+ * (strict RFC 8259 grammar, UTF-8, escapes, surrogate pairing, no float
+ * overflow) and the reported spans are exactly what the adapter would read.
+ * When in doubt it returns 0.
+ *
+ * Pure C99, header only, no allocation, no recursion beyond the fixed chunk
+ * structure, no Python API.  Every symbol is prefixed cs_ / CS_.  On
+ * GCC/Clang with SSE2 (x86-64 baseline) string scanning uses SSE2
+ * intrinsics; define CS_NO_SIMD to force the portable 8-byte SWAR path.
+ *
+ * Deliberately conservative (returns 0 although orjson would accept):
+ *   - any key containing a backslash in an object whose keys are
+ *     interpreted (top level, choice, delta, tool call, function);
+ *   - any number whose digit count + |exponent| exceeds 300;
+ *   - an "index" with 19 or more digits;
+ *   - nesting deeper than 64 (top-level object = depth 1).
+ */
+#ifndef CALLSTITCH_CHAT_H
+#define CALLSTITCH_CHAT_H
+
+#include "lex.h"
+#include "keys.h"
+
+#define CS_MAX_CHOICES 8
+#define CS_MAX_FRAGS 32
+
+typedef struct {
+    int has_index; int64_t index;   /* tool call "index"; has_index=0 when absent or null */
+    cs_span id, name, args;         /* .id, .function.name, .function.arguments */
+} cs_frag;
+
+typedef struct {
+    int64_t index;                  /* choices[k].index */
+    cs_span content, reasoning_content, reasoning, refusal;   /* from delta */
+    cs_span finish_reason;          /* from the choice */
+    int first_frag, n_frags;        /* frags[first_frag .. first_frag+n_frags) */
+} cs_choice;
+
+typedef struct {
+    int n_choices; cs_choice choices[CS_MAX_CHOICES];
+    int n_frags;   cs_frag frags[CS_MAX_FRAGS];
+} cs_chunk;
+
+/* ------------------------------------------------------------------------ */
+/* structured readers                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* function object (depth 7); p at '{' */
+static inline const unsigned char *cs_function(const unsigned char *p, const unsigned char *e, cs_frag *f)
+{
+    int id, r;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return p + 1;
+    for (;;) {
+        p = cs_key(p, e, &id);
+        if (!p) return NULL;
+        switch (id) {
+        case CS_K_ARGS: p = cs_strnull(p, e, &f->args); break;
+        case CS_K_NAME: p = cs_strnull(p, e, &f->name); break;
+        case CS_K_BAD:  return NULL;
+        default:        p = cs_skipv(p, e, 7); break;
+        }
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* tool call object (depth 6); p at '{' */
+static inline const unsigned char *cs_call(const unsigned char *p, const unsigned char *e, cs_frag *f)
+{
+    int id, r;
+    unsigned seen = 0;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return p + 1;
+    for (;;) {
+        p = cs_key(p, e, &id);
+        if (!p) return NULL;
+        switch (id) {
+        case CS_K_INDEX:
+            if (seen & 1u) return NULL;
+            seen |= 1u;
+            if (*p == 'n') {
+                if (!cs_is_null(p, e)) return NULL;
+                p += 4;
+            } else {
+                p = cs_int64(p, e, &f->index);
+                f->has_index = 1;
+            }
+            break;
+        case CS_K_FUNCTION:
+            if (seen & 2u) return NULL;
+            seen |= 2u;
+            if (*p == '{') p = cs_function(p, e, f);
+            else if (cs_is_null(p, e)) p += 4;
+            else return NULL;
+            break;
+        case CS_K_ID:
+            p = cs_strnull(p, e, &f->id);
+            break;
+        case CS_K_TYPE:
+            /* "function" (or null) as OpenAI sends it; a custom (free-form) call, or any other
+             * type, is the general path's to read. */
+            if (e - p >= 10 && cs_same(p, "\"function\"", 10)) p += 10;
+            else if (cs_is_null(p, e)) p += 4;
+            else return NULL;
+            break;
+        case CS_K_CUSTOM:
+        case CS_K_BAD:
+            return NULL;
+        default:
+            p = cs_skipv(p, e, 6);
+            break;
+        }
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* tool_calls array (depth 5); p at '[' */
+static inline const unsigned char *cs_tool_calls(const unsigned char *p, const unsigned char *e,
+                                                 cs_chunk *out, cs_choice *ch)
+{
+    int r;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == ']') return p + 1;
+    for (;;) {
+        cs_frag *f;
+        if (p >= e || *p != '{') return NULL;
+        if (out->n_frags >= CS_MAX_FRAGS) return NULL;
+        f = &out->frags[out->n_frags++];
+        ch->n_frags++;
+        f->has_index = 0;
+        f->index = 0;
+        cs_span_clear(&f->id);
+        cs_span_clear(&f->name);
+        cs_span_clear(&f->args);
+        p = cs_call(p, e, f);
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, ']');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* delta object (depth 4); p at '{' */
+static inline const unsigned char *cs_delta(const unsigned char *p, const unsigned char *e,
+                                            cs_chunk *out, cs_choice *ch)
+{
+    int id, r;
+    int seen_tc = 0;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return p + 1;
+    for (;;) {
+        p = cs_key(p, e, &id);
+        if (!p) return NULL;
+        switch (id) {
+        case CS_K_CONTENT:   p = cs_strnull(p, e, &ch->content); break;
+        case CS_K_RCONTENT:  p = cs_strnull(p, e, &ch->reasoning_content); break;
+        case CS_K_REASONING: p = cs_strnull(p, e, &ch->reasoning); break;
+        case CS_K_REFUSAL:   p = cs_strnull(p, e, &ch->refusal); break;
+        case CS_K_TOOLCALLS:
+            if (seen_tc) return NULL;
+            seen_tc = 1;
+            if (*p == '[') p = cs_tool_calls(p, e, out, ch);
+            else if (cs_is_null(p, e)) p += 4;
+            else return NULL;
+            break;
+        case CS_K_FCALL:
+        case CS_K_BAD:
+            return NULL;
+        default:
+            p = cs_skipv(p, e, 4);
+            break;
+        }
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* choice object (depth 3); p at '{' */
+static inline const unsigned char *cs_choice_obj(const unsigned char *p, const unsigned char *e,
+                                                 cs_chunk *out, cs_choice *ch)
+{
+    int id, r;
+    unsigned seen = 0;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') return NULL;   /* no "index" */
+    for (;;) {
+        p = cs_key(p, e, &id);
+        if (!p) return NULL;
+        switch (id) {
+        case CS_K_INDEX:
+            if (seen & 1u) return NULL;
+            seen |= 1u;
+            p = cs_int64(p, e, &ch->index);   /* null -> fails */
+            break;
+        case CS_K_DELTA:
+            if (seen & 2u) return NULL;
+            seen |= 2u;
+            if (*p == '{') { p = cs_delta(p, e, out, ch); seen |= 8u; }
+            else if (cs_is_null(p, e)) p += 4;
+            else return NULL;
+            break;
+        case CS_K_FINISH:
+            p = cs_strnull(p, e, &ch->finish_reason);
+            break;
+        case CS_K_MESSAGE:
+            /* Beside a delta, a message repeats it (some servers send both): skipped. Without
+             * one, the message is the content: the general path reads it. */
+            seen |= 4u;
+            p = cs_skipv(p, e, 3);
+            break;
+        case CS_K_BAD:
+            return NULL;
+        default:
+            p = cs_skipv(p, e, 3);
+            break;
+        }
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, '}');
+        if (r < 0) return NULL;
+        if (r == 0) break;
+    }
+    if (!(seen & 1u)) return NULL;
+    if ((seen & 4u) && !(seen & 8u)) return NULL;   /* a message and no delta object */
+    return p;
+}
+
+/* choices array (depth 2); p at '[' */
+static inline const unsigned char *cs_choices(const unsigned char *p, const unsigned char *e, cs_chunk *out)
+{
+    int r;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == ']') return p + 1;
+    for (;;) {
+        cs_choice *ch;
+        if (p >= e || *p != '{') return NULL;
+        if (out->n_choices >= CS_MAX_CHOICES) return NULL;
+        ch = &out->choices[out->n_choices++];
+        ch->index = 0;
+        cs_span_clear(&ch->content);
+        cs_span_clear(&ch->reasoning_content);
+        cs_span_clear(&ch->reasoning);
+        cs_span_clear(&ch->refusal);
+        cs_span_clear(&ch->finish_reason);
+        ch->first_frag = out->n_frags;
+        ch->n_frags = 0;
+        p = cs_choice_obj(p, e, out, ch);
+        if (!p) return NULL;
+        r = cs_next_member(&p, e, ']');
+        if (r < 0) return NULL;
+        if (r == 0) return p;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* public API                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* 1 = understood (out filled), 0 = hand to the general path. */
+static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chunk *out)
+{
+    const unsigned char *e = p + n;
+    int id, r;
+    unsigned seen = 0;
+
+    out->n_choices = 0;
+    out->n_frags = 0;
+    if (!p || n <= 0) return 0;
+    p = cs_ws(p, e);
+    if (p >= e || *p != '{') return 0;
+    p = cs_ws(p + 1, e);
+    if (p < e && *p == '}') {
+        p++;
+    } else {
+        for (;;) {
+            p = cs_key(p, e, &id);
+            if (!p) return 0;
+            switch (id) {
+            case CS_K_CHOICES:
+                if (seen & 1u) return 0;
+                seen |= 1u;
+                if (*p == '[') p = cs_choices(p, e, out);
+                else if (cs_is_null(p, e)) p += 4;
+                else return 0;
+                break;
+            case CS_K_USAGE:
+                if (seen & 2u) return 0;
+                seen |= 2u;
+                if (!cs_is_null(p, e)) return 0;
+                p += 4;
+                break;
+            case CS_K_ERROR:
+                if (seen & 4u) return 0;
+                seen |= 4u;
+                if (!cs_is_null(p, e)) return 0;
+                p += 4;
+                break;
+            case CS_K_BAD:
+                return 0;
+            default:
+                p = cs_skipv(p, e, 1);
+                break;
+            }
+            if (!p) return 0;
+            r = cs_next_member(&p, e, '}');
+            if (r < 0) return 0;
+            if (r == 0) break;
+        }
+    }
+    p = cs_ws(p, e);
+    if (p != e) return 0;
+    return 1;
+}
+
+#endif /* CALLSTITCH_CHAT_H */

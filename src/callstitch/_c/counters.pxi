@@ -1,0 +1,30 @@
+# Included by _accumulator_c.pyx: the debug counters of which path each event took.
+
+# Which way each event went, for tests that must see a fast path taken: one increment per event.
+# Indexes 1-7 are the FMT_* codes (an event a format's fast path applied); framings count the
+# events they handed over ("framed-sse-direct": one data line read in place without a copy,
+# "framed-elsewhere": framed by _wire.framing, not here).
+cdef enum:
+    PATH_GENERAL = 0
+    PATH_GEMINI_PIECE = 8
+    FRAMED_SSE = 9
+    FRAMED_NDJSON = 10
+    FRAMED_EVENTSTREAM = 11
+    FRAMED_JSONARRAY = 12
+    FRAMED_ELSEWHERE = 13
+    FRAMED_SSE_DIRECT = 14
+    N_PATHS = 15
+cdef Py_ssize_t _paths[N_PATHS]
+_PATH_NAMES = ("general", "openai-chat", "openai-responses", "anthropic", "bedrock", "cohere", "gemini", "ollama",
+               "gemini-piece", "framed-sse", "framed-ndjson", "framed-eventstream", "framed-jsonarray",
+               "framed-elsewhere", "framed-sse-direct")
+
+
+def _path_counts():
+    """Return how many events took each path since the last reset (debug counters for tests)."""
+    return {name: _paths[k] for k, name in enumerate(_PATH_NAMES)}
+
+
+def _reset_path_counts():
+    """Set every path counter back to zero."""
+    memset(_paths, 0, sizeof(_paths))

@@ -1,0 +1,26 @@
+# Included by _accumulator_c.pyx after the Accumulator class: the Cohere fast path, module-level
+# functions taking the accumulator first; each does exactly what the adapter does with those events.
+
+
+cdef int _cohere_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
+    """Apply a Cohere event in place as _cohere.handle does; 0 sends it the general way."""
+    cdef cs_val *v = acc._vals
+    cdef cs_span span
+    if not cs_extract(data, n, _COHERE, 8, v) or v[0].kind != CS_T_STR or v[0].has_esc:
+        return 0
+    if (<const char *>v[0].p)[:v[0].n] in _COHERE_IGNORED:
+        return 1  # the adapter lets these pass
+    if _is(&v[0], "content-delta", 13) and v[5].kind == CS_T_STR and v[7].kind == CS_T_ABSENT:
+        span = _span(&v[5])
+        acc._text_span(0, 0, &span)
+        return 1
+    if _is(&v[0], "tool-call-delta", 15):
+        if v[1].kind != CS_T_INT or v[4].kind != CS_T_STR or not (v[2].kind & (CS_T_ABSENT | CS_T_NULL)) \
+                or not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
+            return 0
+        return acc._append_known(v[1].i, &v[4])
+    if _is(&v[0], "tool-plan-delta", 15) and v[6].kind == CS_T_STR:
+        span = _span(&v[6])
+        acc._text_span(0, 1, &span)
+        return 1
+    return 0

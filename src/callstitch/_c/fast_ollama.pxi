@@ -1,0 +1,39 @@
+# Included by _accumulator_c.pyx after the Accumulator class: the Ollama fast path, module-level
+# functions taking the accumulator first; each does exactly what the adapter does with those events.
+
+
+cdef int _ollama_line(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
+    """Apply an Ollama line in the shape its server writes, as _ollama.handle does; 0 sends it the general way."""
+    cdef cs_oline line
+    cdef cs_ocall calls[16]
+    cdef int count = cs_ollama_line(data, n, &line, calls, 16)
+    cdef int k
+    if count < 0:
+        return 0
+    sent = [] if count else None  # most lines carry text only
+    values = [] if count else None
+    for k in range(count):
+        sent.append((<const char *>calls[k].args)[:calls[k].args_n])
+        try:
+            values.append(_loads(sent[k]))
+        except ValueError:
+            return 0  # the general path reports it (or reads a lone surrogate escape its own way)
+    if line.content.n:
+        acc._text_span(0, 0, &line.content)
+    if line.thinking.n:
+        acc._text_span(0, 1, &line.thinking)
+    for k in range(count):
+        acc._take_whole(0, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], sent[k])
+    if line.done:
+        usage = {}
+        if line.prompt_eval_count.kind != CS_T_ABSENT:
+            usage["prompt_eval_count"] = _value(&line.prompt_eval_count)
+        if line.eval_count.kind != CS_T_ABSENT:
+            usage["eval_count"] = _value(&line.eval_count)
+        # What _ollama.finish does, without the calls through Python.
+        if usage:
+            acc._state.usage = usage
+        reason = _span_str(&line.reason)
+        acc._state.finish(0, "stop" if reason is None else reason)
+        acc._complete_all()
+    return 1

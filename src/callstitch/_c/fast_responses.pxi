@@ -1,0 +1,77 @@
+# Included by _accumulator_c.pyx after the Accumulator class: the OpenAI Responses fast path, module-level
+# functions taking the accumulator first; each does exactly what the adapter does with those events.
+
+
+cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
+    """Apply an OpenAI Responses event in place as _responses.handle does; 0 sends it the general way."""
+    cdef cs_val *v = acc._vals
+    cdef _Slot slot
+    cdef cs_span span
+    if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
+        return 0
+    if v[2].kind == CS_T_STR and (_is(&v[0], "response.function_call_arguments.delta", 38) or _is(
+            &v[0], "response.custom_tool_call_input.delta", 37)):
+        if v[1].kind != CS_T_STR:
+            return 0
+        return acc._append_item(&v[1], &v[2])
+    if v[0].n > 9 and cs_same(v[0].p, b"response.", 9) and \
+            (<const char *>v[0].p)[:v[0].n] not in _RESPONSES_HANDLED:
+        return 1  # created, in_progress, content parts …: the adapter lets them pass
+    if (_is(&v[0], "response.function_call_arguments.done", 37) or _is(&v[0], "response.output_item.done", 25)
+            or _is(&v[0], "response.output_item.added", 26) or _is(&v[0], "response.completed", 18)
+            or _is(&v[0], "response.incomplete", 19)) and not cs_extract(data, n, _RESPONSES_END, 11, v):
+        return 0
+    if _is(&v[0], "response.function_call_arguments.done", 37):
+        # Its arguments repeat what the deltas brought: the call is complete.
+        slot = acc._item(&v[1]) if v[1].kind == CS_T_STR else None
+        if slot is None:
+            return 0
+        acc._complete_slot(slot)
+        return 1
+    if _is(&v[0], "response.output_item.done", 25) or _is(&v[0], "response.output_item.added", 26):
+        if _is(&v[3], "custom_tool_call", 16):
+            return 0  # a custom (free-form) tool call: the general way
+        if not _is(&v[3], "function_call", 13):
+            # a message, reasoning, a server tool: not ours (an escaped type is read the general way)
+            return 0 if v[3].kind == CS_T_STR and v[3].has_esc else 1
+        if v[0].n != 25 or v[4].kind != CS_T_STR or v[4].n == 0:
+            return 0  # registering a call: the general way
+        slot = acc._item(&v[4])
+        if slot is None:
+            return 0
+        acc._complete_slot(slot)
+        return 1
+    if _is(&v[0], "response.completed", 18) or _is(&v[0], "response.incomplete", 19):
+        return _responses_end(acc, v)
+    if v[2].kind != CS_T_STR:
+        return 0
+    span = _span(&v[2])
+    if _is(&v[0], "response.output_text.delta", 26):
+        acc._text_span(0, 0, &span)
+    elif _is(&v[0], "response.reasoning_summary_text.delta", 37) or _is(
+            &v[0], "response.reasoning_text.delta", 29):
+        acc._text_span(0, 1, &span)
+    elif _is(&v[0], "response.refusal.delta", 22):
+        acc._text_span(0, 2, &span)
+    else:
+        return 0
+    return 1
+
+
+cdef int _responses_end(Accumulator acc, cs_val *v) except -1:
+    """Apply response.completed / .incomplete without reading the response's output."""
+    cdef object reason
+    if v[10].kind != CS_T_OTHER or not (v[8].kind & (CS_T_ABSENT | CS_T_NULL)) or v[5].kind == CS_T_STR \
+            or not (v[6].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR)):
+        return 0
+    if v[5].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
+        acc._raw_usage(&v[5])
+    if v[9].kind == CS_T_OTHER and v[7].kind == CS_T_STR:
+        reason = _span_str_v(&v[7])
+    elif v[6].kind == CS_T_STR and v[6].n:
+        reason = _span_str_v(&v[6])
+    else:
+        reason = "completed" if v[0].n == 18 else "incomplete"
+    acc._state.finish(0, reason)
+    acc._complete_all()
+    return 1

@@ -1,0 +1,223 @@
+/*
+ * ollama.h -- the bespoke reader of an Ollama chat line in the shape its
+ * server writes (cs_ollama_line), and the loose skippers it uses for values
+ * it only passes over.
+ */
+#ifndef CALLSTITCH_OLLAMA_H
+#define CALLSTITCH_OLLAMA_H
+
+#include "lex.h"
+
+/* The first '"' or '\\' in p[0..e), or e when there is none. */
+static CS_ALWAYS_INLINE const unsigned char *cs_quote_or_backslash(const unsigned char *p, const unsigned char *e)
+{
+#ifdef CS_SSE2
+    while (e - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                              _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+        if (m) return p + (unsigned)__builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    while (p < e && *p != '"' && *p != '\\') p++;
+    return p;
+}
+
+/* The closing quote of a string whose text starts at p, found without
+ * checking the text (escapes are only stepped over): for values that orjson
+ * parses next, which checks them.  NULL when the data ends first. */
+static inline const unsigned char *cs_str_end_loose(const unsigned char *p, const unsigned char *e)
+{
+    for (;;) {
+        p = cs_quote_or_backslash(p, e);
+        if (p >= e) return NULL;
+        if (*p == '"') return p;
+        p += 2;                                    /* a backslash and the byte it escapes */
+        if (p > e) return NULL;
+    }
+}
+
+/* The end of the object or array at p ('{' or '['), found by counting
+ * brackets outside strings, without checking anything else: orjson parses
+ * the span next and refuses what is not JSON.  NULL when the data ends first,
+ * or nests deeper than CS_LOOSE_DEPTH (well within orjson's own limit, which
+ * counts from the line's top, so that the span parses alone only if the line
+ * would). */
+#define CS_LOOSE_DEPTH 512
+static inline const unsigned char *cs_skip_loose(const unsigned char *p, const unsigned char *e)
+{
+    ptrdiff_t depth = 0;
+    for (; p < e; p++) {
+        switch (*p) {
+        case '"':
+            p = cs_str_end_loose(p + 1, e);
+            if (!p) return NULL;
+            break;
+        case '{': case '[':
+            if (++depth > CS_LOOSE_DEPTH) return NULL;
+            break;
+        case '}': case ']':
+            if (--depth == 0) return p + 1;
+            break;
+        default:
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* One entry of an Ollama line's message.tool_calls, as cs_ollama_line finds it. */
+typedef struct {
+    cs_span id;                        /* CS_ABSENT when the entry has none */
+    cs_span name;
+    const unsigned char *args;         /* function.arguments, an object, as sent (not yet checked) */
+    ptrdiff_t args_n;
+} cs_ocall;
+
+/* What cs_ollama_line found in a line besides its calls. */
+typedef struct {
+    cs_span content, thinking;         /* message.content; message.thinking, CS_ABSENT when not sent */
+    int done;                          /* "done":true: the last line */
+    cs_span reason;                    /* done_reason, CS_ABSENT when not sent */
+    cs_val prompt_eval_count, eval_count;   /* kind CS_T_ABSENT when not sent; p/n the number as sent */
+} cs_oline;
+
+/* cs_ollama_line(p, n, line, calls, max): read an Ollama chat line in the
+ * shape its server writes (Go's encoding/json: no whitespace, struct fields
+ * in order, empty ones left out), carrying text, tool calls or both, or the
+ * last line with its counts:
+ *   {"model":S[,"remote_model":S][,"remote_host":S],"created_at":S,
+ *    "message":{"role":S,"content":S[,"thinking":S]
+ *    [,"tool_calls":[{["id":S,]"function":{["index":N,]"name":S,"arguments":{..}}},..]]},
+ *    "done":false}  or  ["done_reason":S,]"done":true[,"total_duration":N] … [,"eval_duration":N]}
+ *   (or "done":true,"done_reason":S, as newer servers write it)
+ * Returns the number of calls (0 for a line without) with line and calls
+ * filled, or -1 when the line is anything else or has more than max calls:
+ * the caller then reads it the general way.  Every part is checked as
+ * cs_extract would check it except the arguments objects, which the caller
+ * must have orjson parse, falling back when one does not. */
+static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *line, cs_ocall *calls, int max)
+{
+    static const char *const metrics[] = {"\"total_duration\":", "\"load_duration\":", "\"prompt_eval_count\":",
+                                          "\"prompt_eval_duration\":", "\"eval_count\":", "\"eval_duration\":"};
+    const unsigned char *e = p + n, *q;
+    int esc, count = 0, k;
+#define CS_OLIT(lit) \
+    if (e - p < (ptrdiff_t)sizeof(lit) - 1 || !cs_same(p, lit, sizeof(lit) - 1)) return -1; \
+    p += sizeof(lit) - 1
+#define CS_OSTR(span) \
+    esc = 0; \
+    q = cs_str(p, e, &esc); \
+    if (!q) return -1; \
+    if (span) { (span)->p = p; (span)->n = q - p; (span)->kind = CS_STR; (span)->has_esc = esc; } \
+    p = q + 1
+#define CS_AT(lit) (e - p >= (ptrdiff_t)sizeof(lit) - 1 && cs_same(p, lit, sizeof(lit) - 1))
+    CS_OLIT("{\"model\":\"");
+    CS_OSTR((cs_span *)NULL);
+    if (CS_AT(",\"remote_model\":\"")) {        /* a cloud model run through a local server */
+        p += sizeof(",\"remote_model\":\"") - 1;
+        CS_OSTR((cs_span *)NULL);
+    }
+    if (CS_AT(",\"remote_host\":\"")) {
+        p += sizeof(",\"remote_host\":\"") - 1;
+        CS_OSTR((cs_span *)NULL);
+    }
+    CS_OLIT(",\"created_at\":\"");
+    CS_OSTR((cs_span *)NULL);
+    CS_OLIT(",\"message\":{\"role\":\"");
+    CS_OSTR((cs_span *)NULL);
+    CS_OLIT(",\"content\":\"");
+    CS_OSTR(&line->content);
+    line->thinking.kind = CS_ABSENT;
+    line->thinking.n = 0;
+    if (CS_AT(",\"thinking\":\"")) {
+        p += sizeof(",\"thinking\":\"") - 1;
+        CS_OSTR(&line->thinking);
+    }
+    if (CS_AT(",\"tool_calls\":[")) {
+        p += sizeof(",\"tool_calls\":[") - 1;
+        for (;;) {
+            cs_ocall *c;
+            if (count == max) return -1;
+            c = &calls[count++];
+            CS_OLIT("{");
+            c->id.kind = CS_ABSENT;
+            c->id.n = 0;
+            if (CS_AT("\"id\":\"")) {
+                p += sizeof("\"id\":\"") - 1;
+                CS_OSTR(&c->id);
+                CS_OLIT(",");
+            }
+            CS_OLIT("\"function\":{");
+            if (CS_AT("\"index\":")) {
+                p += sizeof("\"index\":") - 1;
+                p = cs_num(p, e);
+                if (!p) return -1;
+                CS_OLIT(",");
+            }
+            CS_OLIT("\"name\":\"");
+            CS_OSTR(&c->name);
+            CS_OLIT(",\"arguments\":");
+            if (p >= e || *p != '{') return -1;
+            q = cs_skip_loose(p, e);
+            if (!q) return -1;
+            c->args = p;
+            c->args_n = q - p;
+            p = q;
+            CS_OLIT("}}");
+            if (p < e && *p == ',') {
+                p++;
+                continue;
+            }
+            CS_OLIT("]");
+            break;
+        }
+    }
+    line->reason.kind = CS_ABSENT;
+    line->prompt_eval_count.kind = CS_T_ABSENT;
+    line->eval_count.kind = CS_T_ABSENT;
+    line->done = 0;
+    if (CS_AT("},\"done\":false}")) {
+        p += sizeof("},\"done\":false}") - 1;
+        return p == e ? count : -1;
+    }
+    /* Go writes a struct's fields in order: older servers put done_reason before done, newer ones after it. */
+    CS_OLIT("},");
+    if (CS_AT("\"done_reason\":\"")) {
+        p += sizeof("\"done_reason\":\"") - 1;
+        CS_OSTR(&line->reason);
+        CS_OLIT(",");
+    }
+    CS_OLIT("\"done\":true");
+    line->done = 1;
+    if (line->reason.kind == CS_ABSENT && CS_AT(",\"done_reason\":\"")) {
+        p += sizeof(",\"done_reason\":\"") - 1;
+        CS_OSTR(&line->reason);
+    }
+    for (k = 0; k < 6; k++) {
+        size_t len = strlen(metrics[k]);
+        cs_val *v;
+        if (e - p < (ptrdiff_t)len + 1 || *p != ',' || !cs_same(p + 1, metrics[k], len)) continue;
+        p += 1 + len;
+        v = k == 2 ? &line->prompt_eval_count : k == 4 ? &line->eval_count : NULL;
+        q = p;
+        if (v) {
+            p = cs_xnum(p, e, v);
+            if (!p) return -1;
+            v->p = q;
+            v->n = p - q;
+            v->has_esc = 0;
+        } else {
+            p = cs_num(p, e);
+            if (!p) return -1;
+        }
+    }
+    CS_OLIT("}");
+#undef CS_OLIT
+#undef CS_OSTR
+#undef CS_AT
+    return p == e ? count : -1;
+}
+
+#endif /* CALLSTITCH_OLLAMA_H */

@@ -1,0 +1,96 @@
+# Included by _accumulator_c.pyx: reading a value the scanner located (as the adapters would see
+# it after orjson.loads), and its compact text.
+
+cdef inline bint _is(const cs_val *v, const char *text, Py_ssize_t n):
+    """Tell whether a located value is the string text (compared as sent: escapes never match)."""
+    return v.kind == CS_T_STR and v.n == n and not v.has_esc and cs_same(v.p, text, n)
+
+
+cdef object _span_str_v(const cs_val *v):
+    cdef cs_span s = _span(v)
+    return _span_str(&s)
+
+
+cdef object _value(const cs_val *v):
+    """Return a located value as the Python object orjson would give for it (None when absent)."""
+    if v.kind == CS_T_STR:
+        return _span_str_v(v)
+    if v.kind == CS_T_INT:
+        return v.i
+    if v.kind == CS_T_OTHER or v.kind == CS_T_ARRAY:
+        return _loads((<const char *>v.p)[:v.n])
+    return None
+
+
+cdef object _compacted(const cs_val *v):
+    """Return a located value's text as orjson.dumps writes its parsed value, or None when that takes dumps."""
+    cdef unsigned char small[2048]
+    cdef unsigned char *out = small
+    cdef Py_ssize_t n
+    if v.kind != CS_T_OTHER and v.kind != CS_T_ARRAY and v.kind != CS_T_INT:
+        return None
+    if v.n > 2048:
+        out = <unsigned char *>PyMem_Malloc(v.n)
+        if out == NULL:
+            raise MemoryError()
+    try:
+        n = cs_compact(v.p, v.n, out)
+        return PyBytes_FromStringAndSize(<const char *>out, n) if n >= 0 else None
+    finally:
+        if out != small:
+            PyMem_Free(out)
+
+
+cdef object _compacted_text(bytes text):
+    """Return _compacted for the text of a JSON value other than a string (valid: orjson has read it)."""
+    cdef cs_val v
+    v.p = <const unsigned char *><char *>text
+    v.n = len(text)
+    v.kind = CS_T_OTHER
+    v.has_esc = 0
+    return _compacted(&v)
+
+
+def _compact(bytes text):
+    """Return what _compacted gives for a JSON value's text (for tests), or None; ValueError if it is not valid."""
+    cdef cs_want want
+    cdef cs_val v
+    wrapped = b'{"v":' + text + b'}'
+    _want(&want, "v")
+    if not cs_extract(<const unsigned char *><char *>wrapped, len(wrapped), &want, 1, &v):
+        raise ValueError("not a value the reader takes")
+    return _compacted(&v)
+
+
+cdef inline bint _is_true(const cs_val *v):
+    return v.kind == CS_T_OTHER and v.n == 4 and cs_same(v.p, b"true", 4)
+
+
+cdef inline bint _is_object(const cs_val *v):
+    return v.kind == CS_T_OTHER and v.p[0] == b'{'
+
+
+cdef inline bint _empty_object(const cs_val *v):
+    """Tell whether a located object is {} (whitespace aside)."""
+    cdef Py_ssize_t k
+    for k in range(1, v.n - 1):
+        if v.p[k] != b' ' and v.p[k] != b'\t' and v.p[k] != b'\r' and v.p[k] != b'\n':
+            return False
+    return True
+
+
+cdef inline bint _zero_keys(dict d):
+    """Tell whether a dict's keys are at most the integer 0 (a choice number)."""
+    for key in d:
+        if type(key) is not int or key:
+            return False
+    return True
+
+
+cdef inline cs_span _span(const cs_val *v):
+    cdef cs_span s
+    s.p = v.p
+    s.n = v.n
+    s.kind = CS_STR
+    s.has_esc = v.has_esc
+    return s
