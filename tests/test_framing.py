@@ -416,3 +416,46 @@ def test_halting_at_the_terminator(impl, step, eol):
         results.append(acc.finalize())
     calls = [[(c.id, c.arguments) for c in r.tool_calls] for r in results if r.tool_calls or r.errors]
     assert calls == [[(f"c{k}", {"k": k})] for k in range(3)]
+
+
+def _big_response(k, eol, size):
+    """Return one response whose call's arguments are about size bytes, in many small fragments."""
+    text = json.dumps({"k": k, "pad": "x" * size})
+    events = [{"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": f"c{k}", "function": {"name": "f", "arguments": ""}}]}}]}]
+    events += [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": text[i:i + 5]}}]}}]}
+               for i in range(0, len(text), 5)]
+    return b"".join(b"data: " + json.dumps(e).encode() + eol + eol for e in events) + b"data: [DONE]" + eol + eol
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
+def test_halting_in_a_read_larger_than_the_framing_window(impl, eol):
+    # The pure twin frames a huge read a window (64 KiB) at a time; where it halts must still be
+    # counted from the start of the whole read, for a terminator in any window.
+    blob = b"".join(_big_response(k, eol, 20_000 + 9_000 * k) for k in range(4))
+    assert len(blob) > 4 * 65536
+    results, pos = [], 0
+    while pos < len(blob) and blob[pos:].strip():
+        acc = impl.Accumulator()
+        acc._halt_at_end()
+        acc.feed(blob[pos:])
+        used = acc._halted()
+        assert used > 0
+        results.append(acc.finalize())
+        pos += used
+    assert [[(c.id, c.arguments["k"]) for c in r.tool_calls] for r in results] == [[(f"c{k}", k)] for k in range(4)]
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
+def test_a_read_larger_than_the_framing_window_reads_as_small_reads(impl, eol):
+    # Window boundaries fall mid-event, mid-line end and mid-character; the result must not show them.
+    body = b"\xef\xbb\xbf" + b": ping" + eol + eol + _big_response(0, eol, 70_000).replace(b'"x', '"東'.encode())
+    whole = impl.Accumulator()
+    whole.feed(body)
+    small = impl.Accumulator()
+    for i in range(0, len(body), 4093):
+        small.feed(body[i:i + 4093])
+    a, b = whole.finalize(), small.finalize()
+    assert len(body) > 3 * 65536 and not a.errors and a.complete
+    assert [(c.id, c.raw_arguments) for c in a.tool_calls] == [(c.id, c.raw_arguments) for c in b.tool_calls]
+    assert a.tool_calls[0].arguments["k"] == 0

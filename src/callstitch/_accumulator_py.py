@@ -28,6 +28,7 @@ from ._text import argument_bytes, compact_json, encode_fragment, escape_surroga
 __all__ = ["Accumulator"]
 
 _BOM = b"\xef\xbb\xbf"
+_WINDOW = 65536  # the most bytes of one read framed at once
 
 
 class _Slot:
@@ -108,7 +109,7 @@ class Accumulator:
         self._halting = False     # stop right after the stream's terminator (batch reprocessing)
         self._halted_at = -1      # where in the last fed data that happened
         self._fed_len = 0         # the length of the data fed last
-        self._fed_from = 0        # the stream offset its unread part starts at
+        self._fed_from = 0        # the stream offset the data fed last starts at
 
     # ---------------------------------------------------------------- framing
 
@@ -149,6 +150,21 @@ class Accumulator:
             if data is None:
                 return
             self._sse = True
+        # Where the fed data begins, as a stream offset (for a halt at the terminator); data may
+        # start with bytes held from before it (route's head), so count back from its end.
+        self._fed_from = self._offset + len(self._tail) + self._more_size - (self._fed_len - len(data))
+        if len(data) <= _WINDOW:
+            self._feed_sse(data)
+            return
+        # A huge read is framed a window at a time: one split of it all would make a list of every
+        # event in it at once, which runs slower per byte as the read grows (out of the CPU caches).
+        for start in range(0, len(data), _WINDOW):
+            self._feed_sse(data[start:start + _WINDOW])
+            if self._halted_at >= 0:
+                return
+
+    def _feed_sse(self, data: bytes) -> None:
+        """Frame SSE bytes that continue the stream: whole events are handled, the rest is kept."""
         if not self._started:
             head = self._tail + data
             if len(head) < 3 and _BOM.startswith(head):
@@ -179,8 +195,6 @@ class Accumulator:
             self._tail = b"".join([self._tail, *self._more])
             self._more = []
             self._more_size = 0
-        # Where this read's unread bytes begin, as a stream offset (for a halt at the terminator).
-        self._fed_from = self._offset + len(self._tail) - (self._fed_len - len(data))
         buf = self._tail + data if self._tail else data
         if b"\r" in buf or len(buf) > self._max_event:
             self._feed_lines(buf)
