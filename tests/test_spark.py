@@ -34,7 +34,7 @@ import workload  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURES = os.path.join(HERE, "fixtures", "captures")
 FORMATS = {"openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"}
-CALL_FIELDS = ["choice", "index", "id", "name", "arguments", "error", "quirks"]
+CALL_FIELDS = ["choice", "index", "id", "name", "kind", "arguments", "error", "quirks"]
 
 
 def _java() -> str | None:
@@ -119,11 +119,7 @@ def _log(tmp_path, bodies: list, field: str = "body", name: str = "log.jsonl") -
 def _expected(sources, **kwargs) -> tuple[list[dict], list[tuple]]:
     problems: list[tuple] = []
     batch = callstitch.reassemble_many(sources, jobs=1, on_problem=lambda *a: problems.append(a), **kwargs)
-    records = list(batch)
-    # The records carry ToolCall.kind; the Spark schema has no column for it yet (every call here
-    # is a function call): compared without it.
-    assert {r.pop("kind") for r in records} <= {"function"}
-    return records, problems
+    return list(batch), problems
 
 
 def _records(rows, key: str, source: str | None = None) -> list[dict]:
@@ -304,7 +300,7 @@ def test_empty_dataframe(spark):
 def test_schema_and_keep(spark):
     df = spark.createDataFrame([(1, "a", 2.5, b"data: [DONE]\n\n")], "k long, tag string, score double, body binary")
     out = cs_spark.reassemble(df)
-    assert out.columns == ["k", "tag", "score", "choice", "index", "id", "name", "arguments", "error", "quirks",
+    assert out.columns == ["k", "tag", "score", "choice", "index", "id", "name", "kind", "arguments", "error", "quirks",
                            "raw_arguments", "reason", "format", "stream_errors"]
     assert out.schema["quirks"].dataType == T.ArrayType(T.StringType())
     assert cs_spark.reassemble(df, keep=["tag", "body"]).columns[:2] == ["tag", "body"]
@@ -456,3 +452,20 @@ def test_hostile_chunk_lists_give_one_row_per_call_or_error(spark):
         except (TypeError, ValueError):  # the job gives such a list one error row
             want = 1
         assert n == want, (k, n, want)
+
+
+def test_custom_calls_have_their_kind(spark, tmp_path):
+    from test_kind_records import EXPECTED, custom_body
+
+    body = custom_body()
+    path = tmp_path / "custom.sse"
+    path.write_bytes(body)
+    expected, _ = _expected([str(path)])
+    df = spark.createDataFrame([(str(path), body)], "source string, body binary")
+    rows = [r.asDict(recursive=True) for r in cs_spark.reassemble(df, keep="source").collect()]
+    assert [(r["name"], r["kind"], orjson.loads(r["arguments"])) for r in rows] == EXPECTED
+    got = _records(rows, "source")
+    for record in got:
+        record["stream"] = 0
+    assert got == expected
+    assert cs_spark.call_schema()["kind"].dataType == T.StringType()

@@ -118,7 +118,8 @@ class _ParquetSink:
         self._pa = pa
         self.schema = pa.schema([
             ("source", pa.string()), ("stream", pa.int64()), ("choice", pa.int64()), ("index", pa.int64()),
-            ("id", pa.string()), ("name", pa.string()), ("arguments", pa.string()), ("error", pa.string()),
+            ("id", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("arguments", pa.string()),
+            ("error", pa.string()),
             ("quirks", pa.list_(pa.string())), ("raw_arguments", pa.string()), ("reason", pa.string()),
         ])
         self._writer = pq.ParquetWriter(target, self.schema)
@@ -136,6 +137,7 @@ class _ParquetSink:
             cols["index"].append(r["index"])
             cols["id"].append(r["id"])
             cols["name"].append(r["name"])
+            cols["kind"].append(r["kind"])
             # The line was written by _records, so these arguments can be written again.
             cols["arguments"].append(None if args is None else to_json(args).decode())
             cols["error"].append(r["error"])

@@ -43,6 +43,7 @@ CALL_COLUMNS = (
     ("index", T.LongType()),
     ("id", T.StringType()),
     ("name", T.StringType()),
+    ("kind", T.StringType()),               # "function", or "custom" (arguments then holds the input text as JSON)
     ("arguments", T.StringType()),          # the parsed arguments as compact JSON text; null when invalid
     ("error", T.StringType()),              # the call's ArgumentsError as text, or null
     ("quirks", T.ArrayType(T.StringType())),
@@ -78,7 +79,7 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
     default, keeps every column but the body.
 
     Each output row is one tool call, with the kept columns, then ``choice``, ``index``, ``id``,
-    ``name``, ``arguments`` (JSON text), ``error``, ``quirks``, ``raw_arguments`` (set when
+    ``name``, ``kind``, ``arguments`` (JSON text), ``error``, ``quirks``, ``raw_arguments`` (set when
     ``arguments`` is null), ``reason`` (why ``arguments`` is null for a call that parsed: nested
     deeper than callstitch writes as JSON), as in the CLI's records, then the stream's
     ``format`` and its ``stream_errors`` (each as text, on every row of the stream). A row whose stream had errors
@@ -227,6 +228,7 @@ class _Rows:
         self.index: list = []
         self.ids: list = []
         self.names: list = []
+        self.kinds: list = []
         self.arguments: list = []
         self.error: list = []
         self.quirks: list = []
@@ -238,7 +240,7 @@ class _Rows:
     def error_row(self, i: int, fmt: str | None, errors: list[str]) -> None:
         """Add a row with no call: a stream's errors (or why a body could not be read)."""
         self.rows.append(i)
-        for col in (self.choice, self.index, self.ids, self.names, self.arguments, self.error, self.quirks,
+        for col in (self.choice, self.index, self.ids, self.names, self.kinds, self.arguments, self.error, self.quirks,
                     self.raw, self.reasons):
             col.append(None)
         self.formats.append(fmt)
@@ -259,6 +261,7 @@ class _Rows:
             self.index.append(call.index)
             self.ids.append(call.id)
             self.names.append(call.name)
+            self.kinds.append(call.kind)
             args = call.arguments
             text, reason = (None, None) if args is None else arguments_json(args)
             self.arguments.append(text)
@@ -277,7 +280,8 @@ class _Rows:
         columns = [batch.column(k).take(take) for k in range(nkeep)]
         columns += [
             pa.array(self.choice, pa.int64()), pa.array(self.index, pa.int64()),
-            _array(self.ids, string_type), _array(self.names, string_type), _array(self.arguments, string_type),
+            _array(self.ids, string_type), _array(self.names, string_type), _array(self.kinds, string_type),
+            _array(self.arguments, string_type),
             _array(self.error, string_type), _array(self.quirks, strings), _array(self.raw, string_type),
             _array(self.reasons, string_type), _array(self.formats, string_type),
             _array(self.stream_errors, strings),
