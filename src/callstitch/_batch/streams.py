@@ -6,6 +6,7 @@ import os
 import re
 from typing import Any, Callable
 
+from .._formats.recognition import only_keep_alives
 from .._wire.framing import EVENTSTREAM, SSE
 from . import settings
 from .collect import Collector
@@ -115,6 +116,8 @@ def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo
                     emitted += 1
                 p = cut
             return emitted
+    if stream and only_keep_alives(result):
+        return 0  # keep-alives after a file's last response: no stream of its own
     out.result(stream, result, acc_start)
     return 1
 

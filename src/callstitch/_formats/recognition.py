@@ -15,6 +15,15 @@ import orjson
 from . import dispatch as _dispatch
 from .._results import excerpt
 
+KEEP_ALIVES_ONLY = "the body holds no event, only blank lines or comments (keep-alives)"
+
+
+def only_keep_alives(result: Any) -> bool:
+    """Tell whether a Result is of a body that held nothing but blank lines and SSE comments."""
+    return (not result.tool_calls and not result.complete and len(result.errors) == 1
+            and result.errors[0].kind == "not a stream" and result.errors[0].detail.endswith(KEEP_ALIVES_ONLY))
+
+
 def unrecognised(state: Any, has_content: bool, fed: bool) -> None:
     """Record one "not a stream" error when no event of the format came and nothing else was reported.
 
@@ -34,8 +43,7 @@ def unrecognised(state: Any, has_content: bool, fed: bool) -> None:
         state.error("not a stream", f"{what} was recognised: {_looks_like(line)}, near {excerpt(line)!r}",
                     offset, line)
     elif fed:
-        state.error("not a stream", f"{what} was recognised: the body holds no event, only blank lines or "
-                    "comments (keep-alives)", 0)
+        state.error("not a stream", f"{what} was recognised: {KEEP_ALIVES_ONLY}", 0)
     else:
         state.error("not a stream", f"{what} was recognised: the body is empty", 0)
 
