@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -104,6 +107,34 @@ def free_port():
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def gateway_process(env, log_path):
+    """Run `uvicorn examples.gateway:app` in a subprocess logging to log_path; yield (proc, url) once it listens."""
+    port = free_port()
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "examples.gateway:app", "--host", HOST,
+                                 "--port", str(port), "--log-level", "warning", "--no-access-log"],
+                                cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        def up():
+            if proc.poll() is not None:
+                raise AssertionError("gateway exited: " + log_path.read_text())
+            try:
+                socket.create_connection((HOST, port), timeout=0.2).close()
+                return True
+            except OSError:
+                return False
+        wait_until(up, 15, "the gateway subprocess to listen")
+        yield proc, f"http://{HOST}:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 def rss_kib(pid):

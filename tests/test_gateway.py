@@ -16,8 +16,6 @@ import logging
 import os
 import random
 import socket
-import subprocess
-import sys
 import time
 import tracemalloc
 import zlib
@@ -30,7 +28,7 @@ uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
 from callstitch._tee import ATee  # noqa: E402
-from _servers import (HOST, ROOT, ServerThread, fetch, free_port, gateway, new_client, rss_kib, run,  # noqa: E402
+from _servers import (HOST, ROOT, ServerThread, gateway_process, fetch, gateway, new_client, rss_kib, run,  # noqa: E402
                       wait_until)
 
 CAPTURES_DIR = os.path.join(ROOT, "tests", "fixtures", "captures")
@@ -405,25 +403,10 @@ def test_hundreds_of_disconnects_leave_no_tasks_or_memory(upstream, impl):
 @pytest.mark.parametrize("twin", ["c", "python"])
 def test_uvicorn_examples_gateway_app_in_a_subprocess(upstream, tmp_path, twin):
     """`uvicorn examples.gateway:app`, configured by env vars: bytes, log lines, flat RSS over disconnects."""
-    port = free_port()
     env = dict(os.environ, CALLSTITCH_GATEWAY_UPSTREAM=upstream.url, CALLSTITCH_NO_EXTENSIONS="1" if twin == "python" else "0",
                PYTHONUNBUFFERED="1")
     log_path = tmp_path / "gateway.log"
-    with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "examples.gateway:app", "--host", HOST, "--port", str(port),
-                                 "--log-level", "warning", "--no-access-log"],
-                                cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-    url = f"http://{HOST}:{port}"
-    try:
-        def up():
-            if proc.poll() is not None:
-                raise AssertionError("gateway exited: " + log_path.read_text())
-            try:
-                socket.create_connection((HOST, port), timeout=0.2).close()
-                return True
-            except OSError:
-                return False
-        wait_until(up, 15, "the gateway subprocess to listen")
+    with gateway_process(env, log_path) as (proc, url):
         assert f"callstitch 0.1.0 ({twin})" in log_path.read_text()
 
         jobs = [(f"sub-{twin}-{k}", name) for k, name in enumerate(NAMES)]
@@ -477,10 +460,3 @@ def test_uvicorn_examples_gateway_app_in_a_subprocess(upstream, tmp_path, twin):
             upstream.fake.record = True
         growth = [b - a for a, b in zip(rss, rss[1:])]
         assert min(growth) < 512, f"RSS grew {growth} KiB over windows of 200 disconnects (from {rss[0]} KiB)"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)

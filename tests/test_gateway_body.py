@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 import zlib
 
 import pytest
@@ -19,7 +17,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
-from _servers import HOST, ROOT, ServerThread, free_port, gateway, new_client, run, wait_until  # noqa: E402
+from _servers import HOST, ServerThread, gateway_process, gateway, new_client, run, wait_until  # noqa: E402
 
 ANSWER = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function",'
           b'"function":{"name":"f","arguments":"{\\"ok\\": true}"}}]}}]}\n\ndata: [DONE]\n\n')
@@ -199,25 +197,10 @@ BIG = 200 << 20
 @pytest.mark.parametrize("framing", ["declared", "chunked"])
 def test_a_200_mb_body_is_streamed_through_without_growing_the_gateway(sink, tmp_path, framing):
     """The old gateway read the body whole (await request.body()): its peak RSS grew by more than the body."""
-    port = free_port()
     env = dict(os.environ, CALLSTITCH_GATEWAY_UPSTREAM=sink.url, CALLSTITCH_GATEWAY_MAX_BODY_BYTES=str(BIG + 1),
                PYTHONUNBUFFERED="1")
     log_path = tmp_path / "gateway.log"
-    with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "examples.gateway:app", "--host", HOST,
-                                 "--port", str(port), "--log-level", "warning", "--no-access-log"],
-                                cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-    url = f"http://{HOST}:{port}"
-    try:
-        def up():
-            if proc.poll() is not None:
-                raise AssertionError("gateway exited: " + log_path.read_text())
-            try:
-                socket.create_connection((HOST, port), timeout=0.2).close()
-                return True
-            except OSError:
-                return False
-        wait_until(up, 15, "the gateway subprocess to listen")
+    with gateway_process(env, log_path) as (proc, url):
         assert run(post(url, f"warm-{framing}", b'{"warm": 1}')).status_code == 200  # imports, pools, buffers
         before = vm_kib(proc.pid, "VmHWM")
 
@@ -237,11 +220,4 @@ def test_a_200_mb_body_is_streamed_through_without_growing_the_gateway(sink, tmp
         log_text = log_path.read_text()
         assert "Traceback" not in log_text
         assert f'"stream":"{rid}"' in log_text  # the call the upstream answered with was logged
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
