@@ -193,7 +193,8 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
         ordered += group
         content, reasoning, refusal = texts.get(k, _NO_TEXT)
         choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(k), group))
-    return Result(ordered, state.result_errors(), state.complete, state.format, choices, _usage(state))
+    return Result(ordered, state.result_errors(), state.complete, state.format, choices, _usage(state),
+                  state.turn)
 
 
 def one_choice_result(calls: list[ToolCall], texts: tuple | None, state: Any) -> Result:
@@ -205,12 +206,13 @@ def one_choice_result(calls: list[ToolCall], texts: tuple | None, state: Any) ->
     reasons = state.finish_reasons
     if texts is None:
         if not calls and not reasons:
-            return Result([], state.result_errors(), state.complete, state.format, [], usage)
+            return Result([], state.result_errors(), state.complete, state.format, [], usage, state.turn)
         choice = Choice(0, None, None, None, reasons.get(0), calls)
     else:
         content, reasoning, refusal = texts
         choice = Choice(0, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(0), calls)
-    return Result(list(calls), state.result_errors(), state.complete, state.format, [choice], usage)
+    return Result(list(calls), state.result_errors(), state.complete, state.format, [choice], usage,
+                  state.turn)
 
 
 _NO_TEXT = (None, None, None)

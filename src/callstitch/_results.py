@@ -201,16 +201,33 @@ class Result:
     ``choices`` holds them for every choice (n > 1).
     """
 
-    __slots__ = ("tool_calls", "errors", "complete", "format", "choices", "usage")
+    __slots__ = ("tool_calls", "errors", "complete", "format", "choices", "usage", "_turn")
 
     def __init__(self, tool_calls: list[ToolCall], errors: list[StreamError], complete: bool, format: str,
-                 choices: list[Choice], usage: Any = None) -> None:
+                 choices: list[Choice], usage: Any = None, turn: Any = None) -> None:
         self.tool_calls = tool_calls
         self.errors = errors
         self.complete = complete
         self.format = format
         self.choices = choices
         self.usage = usage
+        # The format's record of the rest of the turn (_turns/<format>.py), or None.
+        self._turn = turn
+
+    def to_response(self) -> dict[str, Any]:
+        """Return the provider's own non-streamed response object for this turn, as a new dict.
+
+        Built from what was streamed, merged the way the provider defines it; fields callstitch does
+        not know are carried along. A cut or failed stream says so the provider's way (its finish
+        reason or status), never with invented content.
+        """
+        from ._turns import to_response
+        return to_response(self)
+
+    def to_message(self, choice: int = 0) -> dict[str, Any]:
+        """Return the assistant turn in the provider's request shape, ready to append to the conversation."""
+        from ._turns import to_message
+        return to_message(self, choice)
 
     def _first(self, attr: str) -> Any:
         return getattr(self.choices[0], attr) if self.choices else None

@@ -15,7 +15,7 @@ class StreamState:
 
     __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "framer",
                  "head", "event_limit", "ended", "error_limit", "errors_over", "errors_over_from",
-                 "recognised", "misnamed", "stray", "first_event")
+                 "recognised", "misnamed", "stray", "first_event", "turn")
 
     def __init__(self, format: str) -> None:
         self.format = format
@@ -43,6 +43,9 @@ class StreamState:
         self.misnamed: str | None = None  # the other format the events look like, once reported
         self.stray: tuple[int, bytes] | None = None  # the first line that is no event of the framing: offset, text
         self.first_event: tuple[int | None, Any] | None = None  # the first event of no known format
+        # What the turn holds besides calls and texts (ids, model, block order, signatures …), in the
+        # format's own record (_turns/<format>.py); None until the format's adapter makes it.
+        self.turn: Any = None
 
     def error(self, kind: str, detail: str, offset: int | None, data: Any = None) -> None:
         """Record a problem met in the stream."""
