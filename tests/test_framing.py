@@ -405,9 +405,9 @@ def test_halting_at_the_terminator(impl, step, eol):
                 if not piece[pos:].strip():
                     break  # the LF of a CRLF after [DONE]: no response starts here (as the batch splitter skips it)
                 acc = impl.Accumulator()
-                acc._halt_at_end()
+                acc.halt_at_end()
             acc.feed(piece[pos:])
-            used = acc._halted()
+            used = acc.halted()
             if used < 0:
                 break
             results.append(acc.finalize())
@@ -437,9 +437,9 @@ def test_halting_in_a_read_larger_than_the_framing_window(impl, eol):
     results, pos = [], 0
     while pos < len(blob) and blob[pos:].strip():
         acc = impl.Accumulator()
-        acc._halt_at_end()
+        acc.halt_at_end()
         acc.feed(blob[pos:])
-        used = acc._halted()
+        used = acc.halted()
         assert used > 0
         results.append(acc.finalize())
         pos += used

@@ -89,7 +89,7 @@ def test_feed_chunk_returns_completed_calls(impl):
 def test_fragments_after_completion_update_the_final_result(impl):
     acc = impl.Accumulator()
     acc.add(0, id="c", name="f", arguments='{"a": ')
-    acc._complete(0, None)
+    acc.complete(0, None)
     acc.add(0, arguments='1}')
     call, = acc.finalize().tool_calls
     assert call.arguments == {"a": 1}

@@ -261,13 +261,13 @@ def test_text_is_cut_never_holed(impl):
     # Before: "aaaaccdd" — the text after the dropped piece was kept, leaving a hole.
     assert result.text == "aaaa"
     assert result.reasoning == "rr"  # another text of the choice, not cut: kept
-    for way_in in ("feed_chunk", "_text"):
+    for way_in in ("feed_chunk", "text_piece"):
         acc = impl.Accumulator(limits=Limits(stream_bytes=10))
         for p in pieces:
             if way_in == "feed_chunk":
                 acc.feed_chunk(chunk_obj_text(p))
             else:
-                acc._text(0, 0, p)
+                acc.text_piece(0, 0, p)
         assert acc.finalize().text == "aaaa"
 
 
@@ -278,8 +278,8 @@ def chunk_obj_text(text):
 def test_a_surrogate_pending_at_a_text_cut_is_cut_with_it(impl):
     # The piece that does not fit ends in a high surrogate: it must not come back at the end as \ud83d.
     acc = impl.Accumulator(limits=Limits(stream_bytes=3))
-    acc._text(0, 0, "ab")
-    acc._text(0, 0, "x" * 10 + "\ud83d")
+    acc.text_piece(0, 0, "ab")
+    acc.text_piece(0, 0, "x" * 10 + "\ud83d")
     assert acc.finalize().text == "ab"
 
 
@@ -734,9 +734,9 @@ def test_vertex_streamed_calls_are_cut_never_altered(impl):
 def test_the_choices_limit_counts_choices_with_calls_and_choices_with_text_together(impl):
     # Before: the calls and the texts each took Limits.choices choices of their own (choices=1 kept 2).
     acc = impl.Accumulator(limits=Limits(choices=1))
-    acc._text(0, 0, "hello")
+    acc.text_piece(0, 0, "hello")
     acc.add(0, id="x", name="f", arguments="{}", choice=1)
-    acc._text(2, 0, "more")
+    acc.text_piece(2, 0, "more")
     acc.add(0, id="y", name="g", arguments="{}", choice=0)
     result = acc.finalize()
     assert [ch.index for ch in result.choices] == [0]

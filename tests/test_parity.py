@@ -8,8 +8,14 @@ import sys
 import callstitch
 from callstitch import _accumulator_c, _accumulator_py
 
+from callstitch._formats import sink
+
 PUBLIC = ["feed", "feed_chunk", "add", "finalize"]
-INTERNAL = ["_fragment", "_whole", "_text", "_complete", "_event"]  # what the shared adapters and framers call
+# What the shared adapters, framers and the batch layer call: in-package, not public API, named
+# without an underscore on purpose. Taken from the protocols that document them (_formats/sink.py).
+IN_PACKAGE = sorted(name for protocol in (sink.Sink, sink.EventSink, sink.Halting)
+                    for name in vars(protocol) if not name.startswith("_"))
+INTERNAL = IN_PACKAGE
 
 
 def public_names(cls):
@@ -17,11 +23,27 @@ def public_names(cls):
 
 
 def test_same_public_names():
-    assert public_names(_accumulator_c.Accumulator) == public_names(_accumulator_py.Accumulator) == sorted(PUBLIC)
+    assert public_names(_accumulator_c.Accumulator) == public_names(_accumulator_py.Accumulator) == sorted(
+        PUBLIC + IN_PACKAGE)
+
+
+def test_the_in_package_names_are_the_protocols():
+    assert IN_PACKAGE == ["complete", "custom_fragment", "event", "fragment", "halt_at_end", "halted", "text_piece",
+                          "whole"]
 
 
 def _parameters(fn):
     return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
+def test_the_twins_take_what_the_protocols_document():
+    for protocol in (sink.Sink, sink.EventSink, sink.Halting):
+        for name in vars(protocol):
+            if not name.startswith("_"):
+                expected = [p.name for p in inspect.signature(getattr(protocol, name)).parameters.values()]
+                for twin in (_accumulator_c.Accumulator, _accumulator_py.Accumulator):
+                    got = [p.name for p in inspect.signature(getattr(twin, name)).parameters.values()]
+                    assert got == expected, (twin.__module__, name)
 
 
 def test_same_signatures():
@@ -61,7 +83,7 @@ def test_compiled_twin_is_compiled():
 def test_stub_lists_the_compiled_names():
     stub = os.path.join(os.path.dirname(callstitch.__file__), "_accumulator_c.pyi")
     text = open(stub, encoding="utf-8").read()
-    for name in PUBLIC:
+    for name in PUBLIC + IN_PACKAGE:
         assert f"def {name}(" in text, name
 
 

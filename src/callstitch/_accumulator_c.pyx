@@ -315,11 +315,11 @@ Reassemble the tool calls of one streamed response.
             self._feed(&view[0], view.shape[0])
         return 0
 
-    def _halt_at_end(self):
-        """Stop consuming right after the stream's terminator; _halted() then says where it was."""
+    def halt_at_end(self):
+        """Stop consuming right after the stream's terminator; halted() then says where it was."""
         self._halting = True
 
-    def _halted(self):
+    def halted(self):
         """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""
         return self._halted_at
 
@@ -870,7 +870,7 @@ Reassemble the tool calls of one streamed response.
         self._state.recognised = True
         return True
 
-    def _event(self, event, bytes data, offset):
+    def event(self, event, bytes data, offset):
         """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
         self._event_name = event
         self._data_offset = offset
@@ -974,7 +974,7 @@ Reassemble the tool calls of one streamed response.
                     self._append_span(slot, &f.args)
             if ch.finish_reason.kind == CS_STR:
                 self._state.finish(number, _span_str(&ch.finish_reason))
-                self._complete(number, None)
+                self.complete(number, None)
         return 0
 
     cdef _Slot _known_slot(self, int64_t index):
@@ -1043,7 +1043,7 @@ Reassemble the tool calls of one streamed response.
         return 0
 
     cdef int _complete_all(self) except -1:
-        """Hand over every call not yet handed over (what _complete(None, None) does)."""
+        """Hand over every call not yet handed over (what complete(None, None) does)."""
         cdef _Slot slot
         for slot in self._slots:
             if slot.call is None:
@@ -1059,7 +1059,7 @@ Reassemble the tool calls of one streamed response.
         return 0
 
     cdef int _complete_slot(self, _Slot slot) except -1:
-        """Hand over one call the protocol just closed (what _complete does for one slot)."""
+        """Hand over one call the protocol just closed (what complete() does for one slot)."""
         if slot.call is None:
             self._done.append(self._settle(slot, False))
         return 0
@@ -1190,9 +1190,9 @@ Reassemble the tool calls of one streamed response.
             raise TypeError(f"id must be a str, an int or None, not {type(id).__name__}")
         if name is not None and type(name) is not str:
             raise TypeError(f"name must be a str or None, not {type(name).__name__}")
-        self._fragment(choice, index, id, name, arguments)
+        self.fragment(choice, index, id, name, arguments)
 
-    def _fragment(self, choice, index, call_id, name, arguments):
+    def fragment(self, choice, index, call_id, name, arguments):
         """Route one fragment to its slot (the quirk rules live here) and append its arguments."""
         cdef _Slot slot = self._route(choice, index, call_id, name)
         cdef bint joined
@@ -1205,7 +1205,7 @@ Reassemble the tool calls of one streamed response.
             return
         self._append(slot, data)
 
-    def _custom_fragment(self, choice, index, call_id, name, text):
+    def custom_fragment(self, choice, index, call_id, name, text):
         """Route one fragment of a custom (free-form) tool call; its input text is appended as sent."""
         cdef _Slot slot = self._route(choice, index, call_id, name)
         if slot is None:
@@ -1216,7 +1216,7 @@ Reassemble the tool calls of one streamed response.
             slot.quirks |= bits
             self._append(slot, data)
 
-    def _whole(self, choice, call_id, name, arguments):
+    def whole(self, choice, call_id, name, arguments):
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
         arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
@@ -1226,14 +1226,14 @@ Reassemble the tool calls of one streamed response.
 
     cdef int _take_whole(self, object choice, object call_id, object name, object arguments,
                          bytes sent=None) except -1:
-        """_whole; sent: the arguments' text as the reader found it (no string), when it did."""
+        """whole(); sent: the arguments' text as the reader found it (no string), when it did."""
         cdef _Slot slot
         cdef _SentArguments kept
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
             self._wholes -= 1  # the text goes the way of fragments, under an index of its own
             key = self._wholes
-            self._fragment(choice, key, call_id, name, arguments)
-            self._complete(choice, key)
+            self.fragment(choice, key, call_id, name, arguments)
+            self.complete(choice, key)
             return 0
         slot = self._route(choice, None, call_id, name, True)
         if slot is None:
@@ -1458,7 +1458,7 @@ Reassemble the tool calls of one streamed response.
             too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices)
         return 0
 
-    def _text(self, choice, int which, str text):
+    def text_piece(self, choice, int which, str text):
         """Append message text (content, reasoning or refusal) of a choice."""
         cdef _Text t = self._text_buf(choice, which)
         cdef bint joined
@@ -1539,7 +1539,7 @@ Reassemble the tool calls of one streamed response.
             slot.shared = not final
         return slot.call
 
-    def _complete(self, choice, index):
+    def complete(self, choice, index):
         """Hand over the calls the protocol just closed: one (choice, index), a whole choice, or all."""
         cdef _Slot slot
         cdef _ChoiceState cs

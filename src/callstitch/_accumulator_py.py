@@ -123,11 +123,11 @@ class Accumulator:
         self._feed(data)
         return self._handed_over()
 
-    def _halt_at_end(self) -> None:
-        """Stop consuming right after the stream's terminator; _halted() then says where it was."""
+    def halt_at_end(self) -> None:
+        """Stop consuming right after the stream's terminator; halted() then says where it was."""
         self._halting = True
 
-    def _halted(self) -> int:
+    def halted(self) -> int:
         """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""
         return self._halted_at
 
@@ -423,7 +423,7 @@ class Accumulator:
         event, self._event_name = self._event_name, None
         _dispatch.handle_event(self, self._state, event, data, self._data_offset)
 
-    def _event(self, event: str | None, data: bytes, offset: int) -> None:
+    def event(self, event: str | None, data: bytes, offset: int) -> None:
         """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
         _dispatch.handle_event(self, self._state, event, data, offset)
 
@@ -474,9 +474,9 @@ class Accumulator:
             raise TypeError(f"id must be a str, an int or None, not {type(id).__name__}")
         if name is not None and type(name) is not str:
             raise TypeError(f"name must be a str or None, not {type(name).__name__}")
-        self._fragment(choice, index, id, name, arguments)
+        self.fragment(choice, index, id, name, arguments)
 
-    def _fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, arguments: Any) -> None:
+    def fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, arguments: Any) -> None:
         """Route one fragment to its slot (the quirk rules live here) and append its arguments."""
         if call_id is None and name is None and index is not None and type(arguments) is str:
             # The common continuation fragment: arguments for a call already known by its index.
@@ -506,7 +506,7 @@ class Accumulator:
             return
         self._append(slot, data)
 
-    def _custom_fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, text: Any) -> None:
+    def custom_fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, text: Any) -> None:
         """Route one fragment of a custom (free-form) tool call; its input text is appended as sent."""
         slot = self._route(choice, index, call_id, name)
         if slot is None:
@@ -517,7 +517,7 @@ class Accumulator:
             slot.quirks |= bits
             self._append(slot, data)
 
-    def _whole(self, choice: int, call_id: Any, name: str | None, arguments: Any) -> None:
+    def whole(self, choice: int, call_id: Any, name: str | None, arguments: Any) -> None:
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
         arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
@@ -526,7 +526,7 @@ class Accumulator:
         self._wholes -= 1
         key = self._wholes
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
-            self._fragment(choice, key, call_id, name, arguments)
+            self.fragment(choice, key, call_id, name, arguments)
         else:
             slot = self._route(choice, key, call_id, name)
             if slot is None:
@@ -539,7 +539,7 @@ class Accumulator:
                 self._append(slot, data)
                 if slot.nfrags == 1:
                     slot.parsed = arguments
-        self._complete(choice, key)
+        self.complete(choice, key)
 
     def _route(self, choice: int, index: int | None, call_id: Any, name: str | None) -> _Slot | None:
         """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules).
@@ -690,7 +690,7 @@ class Accumulator:
             self._capped.add(name)
             too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices)
 
-    def _text(self, choice: int, which: int, text: str) -> None:
+    def text_piece(self, choice: int, which: int, text: str) -> None:
         """Append message text (content, reasoning or refusal) of a choice."""
         texts = self._texts.get(choice)
         if texts is None:
@@ -765,7 +765,7 @@ class Accumulator:
             slot.shared = not final
         return slot.call
 
-    def _complete(self, choice: int | None, index: int | None) -> None:
+    def complete(self, choice: int | None, index: int | None) -> None:
         """Hand over the calls the protocol just closed: one (choice, index), a whole choice, or all."""
         if choice is None:
             slots = self._slots

@@ -212,14 +212,14 @@ class _Halts:
 
     def start(self) -> Any:
         acc = settings.Accumulator(format=self._fmt, limits=self._limits)
-        acc._halt_at_end()
+        acc.halt_at_end()
         return acc
 
     def feed(self, acc: Any, mv: memoryview, p: int, safe: int, fresh: bool) -> tuple[int, bool]:
         """Feed acc a piece from p; return (where it stopped, whether its response ended)."""
         upto = min(safe, p + settings.FEED)  # bounded pieces: what a feed copies stays small
         acc.feed(mv[p:upto])
-        used = acc._halted()
+        used = acc.halted()
         if used < 0:
             return upto, False  # the response goes on
         return p + used, True

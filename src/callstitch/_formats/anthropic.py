@@ -40,7 +40,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             if index in notes.get("tools", ()) and type(text) is str:
                 if text:  # an empty delta brings nothing: the block's start input still counts
                     notes["streamed"].add(index)
-                acc._fragment(0, index, None, None, text)
+                acc.fragment(0, index, None, None, text)
         elif dtype == "text_delta":
             _text(acc, state, 0, delta.get("text"), offset)
         elif dtype == "thinking_delta":
@@ -72,7 +72,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             merge_usage(state, message.get("usage"))
     elif kind == "message_stop":
         state.complete = True
-        acc._complete(None, None)
+        acc.complete(None, None)
     elif kind == "error":
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
     elif kind != "ping" and not (type(kind) is str and kind in SDK_DERIVED):
@@ -84,20 +84,20 @@ def start_tool(acc: Any, state: Any, index: int, call_id: Any, name: Any, initia
     notes = state.notes
     notes.setdefault("tools", {})[index] = initial
     notes.setdefault("streamed", set())
-    acc._fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None, None)
+    acc.fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None, None)
 
 
 def stop_block(acc: Any, state: Any, index: int) -> None:
     """A content block stops: a tool block's call is complete."""
     _settle(acc, state, index)
     if index in state.notes.get("tools", ()):
-        acc._complete(0, index)
+        acc.complete(0, index)
 
 
 def _text(acc: Any, state: Any, which: int, text: Any, offset: int | None, empty_ok: bool = True) -> None:
     if type(text) is str:
         if text or empty_ok:
-            acc._text(0, which, text)
+            acc.text_piece(0, which, text)
     elif text is not None:
         state.error("unexpected shape", "text that is not a string", offset, text)
 
@@ -118,7 +118,7 @@ def _settle(acc: Any, state: Any, index: Any) -> None:
     state.notes["streamed"].add(index)
     initial = tools[index]
     if initial:  # {} (the usual placeholder) and None mean "no arguments"
-        acc._fragment(0, index, None, None, compact_json(initial))
+        acc.fragment(0, index, None, None, compact_json(initial))
 
 
 def close(acc: Any, state: Any) -> None:

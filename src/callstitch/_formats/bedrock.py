@@ -48,20 +48,20 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         tool = delta.get("toolUse")
         if type(tool) is dict:
             if index in notes.get("tools", ()):
-                acc._fragment(0, index, None, None, tool.get("input"))
+                acc.fragment(0, index, None, None, tool.get("input"))
             return
         if type(delta.get("text")) is str:
-            acc._text(0, 0, delta["text"])
+            acc.text_piece(0, 0, delta["text"])
         reasoning = delta.get("reasoningContent")
         if type(reasoning) is dict and type(reasoning.get("text")) is str:
-            acc._text(0, 1, reasoning["text"])
+            acc.text_piece(0, 1, reasoning["text"])
     elif name == "contentBlockStart":
         index, start = body.get("contentBlockIndex"), body.get("start")
         tool = start.get("toolUse") if type(start) is dict else None
         if type(index) is int and type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
             notes.setdefault("tools", set()).add(index)
             call_id, tool_name = tool.get("toolUseId"), tool.get("name")
-            acc._fragment(0, index, call_id if type(call_id) is str else None,
+            acc.fragment(0, index, call_id if type(call_id) is str else None,
                           tool_name if type(tool_name) is str else None, None)
     elif name == "messageStop":
         reason = body.get("stopReason")
@@ -69,11 +69,11 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             state.finish(0, reason)
         else:
             state.complete = True
-        acc._complete(None, None)
+        acc.complete(None, None)
     elif name == "contentBlockStop":
         index = body.get("contentBlockIndex")
         if type(index) is int and index in notes.get("tools", ()):
-            acc._complete(0, index)
+            acc.complete(0, index)
     elif name == "metadata":
         if body.get("usage") is not None:
             state.usage = body["usage"]

@@ -37,26 +37,26 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         function = call.get("function")
         function = function if type(function) is dict else {}
         name, call_id = function.get("name"), call.get("id")
-        acc._fragment(0, index, call_id if type(call_id) in (str, int) else None,
+        acc.fragment(0, index, call_id if type(call_id) in (str, int) else None,
                       name if type(name) is str else None, function.get("arguments"))
     elif kind == "content-delta":
         message = _message(obj)
         content = message.get("content") if type(message) is dict else None
         text = content.get("text") if type(content) is dict else None
         if type(text) is str:
-            acc._text(0, 0, text)
+            acc.text_piece(0, 0, text)
         thinking = content.get("thinking") if type(content) is dict else None
         if type(thinking) is str:
-            acc._text(0, 1, thinking)
+            acc.text_piece(0, 1, thinking)
     elif kind == "tool-plan-delta":
         message = _message(obj)
         plan = message.get("tool_plan") if type(message) is dict else None
         if type(plan) is str:
-            acc._text(0, 1, plan)
+            acc.text_piece(0, 1, plan)
     elif kind == "tool-call-end":
         index = obj.get("index")
         if type(index) is int:
-            acc._complete(0, index)
+            acc.complete(0, index)
     elif kind == "message-end":
         delta = obj.get("delta")
         if type(delta) is dict:
@@ -67,7 +67,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             reason = delta.get("finish_reason")
             if type(reason) is str:
                 state.finish(0, reason)
-                acc._complete(None, None)
+                acc.complete(None, None)
                 return
         state.complete = True
-        acc._complete(None, None)
+        acc.complete(None, None)

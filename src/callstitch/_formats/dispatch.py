@@ -109,7 +109,7 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
     if stripped == b"[DONE]":
         state.complete = True
         state.ended = True
-        acc._complete(None, None)
+        acc.complete(None, None)
         return
     if not stripped and event != "error":
         return  # an event with empty data (a bare "data:" line) carries nothing

@@ -52,7 +52,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             if type(call) is dict:
                 _call(acc, state, choice, call, offset)
             elif type(part.get("text")) is str and part["text"]:
-                acc._text(choice, 1 if part.get("thought") is True else 0, part["text"])
+                acc.text_piece(choice, 1 if part.get("thought") is True else 0, part["text"])
         reason = candidate.get("finishReason")
         if type(reason) is str:
             finish_choice(acc, state, choice, reason)
@@ -102,7 +102,7 @@ def unusable(state: Any, entry: Any, offset: int | None, call: Any) -> None:
 
 def _emit(acc: Any, choice: int, call_id: Any, name: str, args: Any) -> None:
     # Every Gemini call is its own, however its id and name compare with those before it.
-    acc._whole(choice, call_id if type(call_id) is str else None, name, args)
+    acc.whole(choice, call_id if type(call_id) is str else None, name, args)
 
 
 def close_open(acc: Any, state: Any, choice: int) -> None:
@@ -117,7 +117,7 @@ def finish_choice(acc: Any, state: Any, choice: int, reason: str) -> None:
     """A candidate's finishReason: its open call is complete, and so are all its calls."""
     close_open(acc, state, choice)
     state.finish(choice, reason)
-    acc._complete(choice, None)
+    acc.complete(choice, None)
 
 
 def close(acc: Any, state: Any) -> None:

@@ -25,7 +25,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         for field, which in (("content", 0), ("thinking", 1)):
             text = message.get(field)
             if type(text) is str and text:
-                acc._text(0, which, text)
+                acc.text_piece(0, which, text)
         calls = message.get("tool_calls")
         for call in calls if type(calls) is list else ():
             tool_call(acc, state, call, offset)
@@ -41,7 +41,7 @@ def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
         return
     name, call_id = function.get("name"), call.get("id")
     # Each call arrives whole, its arguments an object (taken as the value): a call of its own.
-    acc._whole(0, call_id if type(call_id) in (str, int) else None, name if type(name) is str else None,
+    acc.whole(0, call_id if type(call_id) in (str, int) else None, name if type(name) is str else None,
                function.get("arguments"))
 
 
@@ -53,4 +53,4 @@ def finish(acc: Any, state: Any, reason: Any, usage: dict) -> None:
     if usage:
         state.usage = usage
     state.finish(0, reason if type(reason) is str else "stop")
-    acc._complete(None, None)
+    acc.complete(None, None)

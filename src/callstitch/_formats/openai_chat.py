@@ -67,7 +67,7 @@ def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> Non
     if reason is not None:
         if type(reason) is str:
             state.finish(number, reason)
-            acc._complete(number, None)  # a finish reason closes the choice's calls
+            acc.complete(number, None)  # a finish reason closes the choice's calls
         else:
             state.error("unexpected shape", "'finish_reason' is not a string", offset, choice)
 
@@ -79,7 +79,7 @@ def _handle_delta(acc: Any, state: Any, number: int, delta: dict, offset: int | 
             text = delta.get(field)
             if text is not None:
                 if type(text) is str:
-                    acc._text(number, which, text)
+                    acc.text_piece(number, which, text)
                 else:
                     state.error("unexpected shape", f"'{field}' is not a string", offset, delta)
         legacy = delta.get("function_call")
@@ -109,7 +109,7 @@ def _handle_delta(acc: Any, state: Any, number: int, delta: dict, offset: int | 
         elif call.get("custom") is not None or call.get("type") == "custom":
             _handle_custom(acc, state, number, index, call_id, call.get("custom"), offset)
         else:
-            acc._fragment(number, index, call_id, None, None)
+            acc.fragment(number, index, call_id, None, None)
 
 
 def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any, function: Any,
@@ -121,7 +121,7 @@ def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any
     if name is not None and type(name) is not str:
         state.error("unexpected shape", f"function name {name!r} is not a string", offset, function)
         name = None
-    acc._fragment(number, index, call_id, name, function.get("arguments"))
+    acc.fragment(number, index, call_id, name, function.get("arguments"))
 
 
 def _handle_custom(acc: Any, state: Any, number: int, index: Any, call_id: Any, custom: Any,
@@ -139,7 +139,7 @@ def _handle_custom(acc: Any, state: Any, number: int, index: Any, call_id: Any, 
         if text is not None and type(text) is not str:
             state.error("unexpected shape", "custom tool input is not a string", offset, custom)
             text = None
-    acc._custom_fragment(number, index, call_id, name, text)
+    acc.custom_fragment(number, index, call_id, name, text)
 
 
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:

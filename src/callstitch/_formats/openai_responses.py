@@ -38,11 +38,11 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         if type(item) is str and item in notes.get("calls", ()) and type(delta) is str:
             if delta:  # an empty delta brings nothing: the done event's arguments still count
                 notes["streamed"].add(item)
-            acc._fragment(0, state.key(item), None, None, delta)
+            acc.fragment(0, state.key(item), None, None, delta)
     elif kind in _TEXT:
         delta = obj.get("delta")
         if type(delta) is str:
-            acc._text(0, _TEXT[kind], delta)
+            acc.text_piece(0, _TEXT[kind], delta)
     elif kind == "response.output_item.added" or kind == "response.output_item.done":
         item = obj.get("item")
         if type(item) is dict and item.get("type") == "function_call":
@@ -57,7 +57,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
                 state.error("unexpected shape", "custom tool call input is not a string", offset, obj)
                 sent = None
             _arguments(acc, state, item, sent)
-            acc._complete(0, state.key(item))
+            acc.complete(0, state.key(item))
     elif kind in _ENDS:
         response = obj.get("response")
         if type(response) is dict:
@@ -70,7 +70,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             state.finish(0, reason if type(reason) is str else response.get("status") or kind.split(".")[1])
         else:
             state.complete = True
-        acc._complete(None, None)
+        acc.complete(None, None)
     elif kind == "error":
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
 
@@ -85,7 +85,7 @@ def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False, of
     call_id, name = item.get("call_id"), item.get("name")
     if key not in calls:
         calls.add(key)
-        (acc._custom_fragment if custom else acc._fragment)(
+        (acc.custom_fragment if custom else acc.fragment)(
             0, state.key(key), call_id if type(call_id) is str else None, name if type(name) is str else None, None)
     arguments = item.get("input" if custom else "arguments")
     if custom and arguments is not None and type(arguments) is not str:
@@ -94,7 +94,7 @@ def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False, of
     if arguments:
         _arguments(acc, state, key, arguments)
     if done:
-        acc._complete(0, state.key(key))
+        acc.complete(0, state.key(key))
 
 
 def _arguments(acc: Any, state: Any, key: Any, arguments: Any) -> None:
@@ -102,4 +102,4 @@ def _arguments(acc: Any, state: Any, key: Any, arguments: Any) -> None:
     if key in state.notes["streamed"] or arguments in (None, ""):
         return
     state.notes["streamed"].add(key)
-    acc._fragment(0, state.key(key), None, None, arguments)
+    acc.fragment(0, state.key(key), None, None, arguments)

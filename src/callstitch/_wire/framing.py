@@ -3,7 +3,7 @@
 SSE, by far the most common, is framed by the accumulator twins themselves (it is on the hot
 path); the compiled twin frames NDJSON, the event stream and the JSON array (Gemini's
 ``streamGenerateContent`` without ``alt=sse``) in place as well. The framers here serve the
-pure-Python twin and hand each event back to its ``_event``; they are what the compiled twin's
+pure-Python twin and hand each event back to its ``event``; they are what the compiled twin's
 framing must match byte for byte, and the event stream's messages and errors are written once,
 in the helpers below EventStreamFramer, for both.
 """
@@ -136,7 +136,7 @@ class NDJSONFramer:
         if len(line) > self._state.event_limit:
             line_dropped(self._state, self._state.event_limit, pos)
         elif line.strip(_WHITESPACE):
-            self._acc._event(None, line, pos)
+            self._acc.event(None, line, pos)
 
     def end(self) -> None:
         """Hand over a last line that had no line end."""
@@ -213,7 +213,7 @@ class JSONArrayFramer:
             state = self._state
             state.complete = True
             state.ended = True
-            self._acc._complete(None, None)
+            self._acc.complete(None, None)
             return pos + 1
         self._element = bytearray()
         self._start = self._offset + pos
@@ -286,7 +286,7 @@ class JSONArrayFramer:
         self._in_string = self._escape = self._scalar = False
         self._depth = 0
         if not self._dropping and element:
-            self._acc._event(None, bytes(element), self._start)
+            self._acc.event(None, bytes(element), self._start)
         self._dropping = False
 
     def end(self) -> None:
@@ -378,7 +378,7 @@ class EventStreamFramer:
             return
         kind = headers.get(":message-type", "event")
         if kind == "event":
-            self._acc._event(headers.get(":event-type"), payload, offset)
+            self._acc.event(headers.get(":event-type"), payload, offset)
         else:
             not_an_event(self._state, headers, kind, payload, offset)
 

@@ -1,0 +1,59 @@
+"""The accumulator as the format adapters and framers see it: the methods they call, typed, documented once.
+
+Both twins implement these (tests/test_sink.py checks they do, with these signatures). They are
+in-package names, not public API: a user feeds bytes and chunks, never fragments.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+# The texts of a choice, as text_piece's which: message content, reasoning, refusal.
+TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
+
+
+class Sink(Protocol):
+    """What a format adapter hands its calls and texts to."""
+
+    def fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, arguments: Any) -> None:
+        """Route one piece of a function call to its slot (the quirk rules apply) and append its arguments.
+
+        index: the call's index within the choice, or None when the provider sent none; call_id and
+        name: None when this piece does not carry them; arguments: text, or an object that is the
+        whole arguments value so far (cumulative providers).
+        """
+
+    def custom_fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, text: Any) -> None:
+        """Route one piece of a custom (free-form) tool call; its input text is appended as sent."""
+
+    def whole(self, choice: int, call_id: Any, name: str | None, arguments: Any) -> None:
+        """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
+
+        arguments: text, or a JSON value already parsed, kept instead of parsing it again.
+        """
+
+    def text_piece(self, choice: int, which: int, text: str) -> None:
+        """Append message text of a choice; which: TEXT_CONTENT, TEXT_REASONING or TEXT_REFUSAL."""
+
+    def complete(self, choice: int | None, index: int | None) -> None:
+        """Hand over the calls the protocol just closed: one (choice, index), a whole choice (index None), or all."""
+
+
+class EventSink(Sink, Protocol):
+    """What a framer other than the twin's own SSE framing (NDJSON, AWS event stream, JSON array) hands events to.
+
+    A Sink too: a framing that ends the stream itself (a JSON array's closing "]") completes the calls.
+    """
+
+    def event(self, event: str | None, data: bytes, offset: int) -> None:
+        """Handle one framed event: its name (SSE event, event-stream type) or None, its payload, its byte offset."""
+
+
+class Halting(Protocol):
+    """What the batch layer asks of an accumulator that reads one stream out of back-to-back ones."""
+
+    def halt_at_end(self) -> None:
+        """Stop consuming right after the stream's terminator; halted() then says where it was."""
+
+    def halted(self) -> int:
+        """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""
