@@ -742,3 +742,13 @@ def test_the_choices_limit_counts_choices_with_calls_and_choices_with_text_toget
     assert [ch.index for ch in result.choices] == [0]
     assert [c.id for c in result.tool_calls] == ["y"] and result.text == "hello"
     assert [e.kind for e in result.errors] == ["limit"]
+
+
+def test_text_length_is_where_the_next_piece_starts(impl):
+    acc = impl.Accumulator(limits=Limits(stream_bytes=12))
+    assert acc.text_length(0, 0) == 0
+    acc.text_piece(0, 0, "héllo")  # 6 bytes in UTF-8
+    assert (acc.text_length(0, 0), acc.text_length(0, 1), acc.text_length(1, 0)) == (6, 0, 0)
+    acc.text_piece(0, 1, "ab")
+    acc.text_piece(0, 0, "toolong")  # past the stream budget: cut, the length stays
+    assert (acc.text_length(0, 0), acc.text_length(0, 1)) == (6, 2)

@@ -1479,6 +1479,13 @@ Reassemble the tool calls of one streamed response.
         self._kept += len(data)
         t.buf += data
 
+    def text_length(self, choice, int which):
+        """Return how many bytes of a choice's text are kept so far: where its next piece will start."""
+        cdef list texts = self._texts.get(choice)
+        if texts is None or texts[which] is None:
+            return 0
+        return len((<_Text>texts[which]).buf)
+
     # ---------------------------------------------------------------- the end
 
     def finalize(self, strict=False):

@@ -719,6 +719,13 @@ class Accumulator:
         self._kept += len(data)
         buf += data
 
+    def text_length(self, choice: int, which: int) -> int:
+        """Return how many bytes of a choice's text are kept so far: where its next piece will start."""
+        texts = self._texts.get(choice)
+        if texts is None or texts[which] is None:
+            return 0
+        return len(texts[which])
+
     # ---------------------------------------------------------------- the end
 
     def finalize(self, strict: bool = False) -> Result:

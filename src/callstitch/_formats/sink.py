@@ -35,6 +35,13 @@ class Sink(Protocol):
     def text_piece(self, choice: int, which: int, text: str) -> None:
         """Append message text of a choice; which: TEXT_CONTENT, TEXT_REASONING or TEXT_REFUSAL."""
 
+    def text_length(self, choice: int, which: int) -> int:
+        """Return how many bytes of a choice's text are kept so far: where its next piece will start.
+
+        A turn record notes it where a content block starts and ends, so that a block's text is a
+        slice of the choice's text, not a second copy (a limit's cut shortens the slice).
+        """
+
     def complete(self, choice: int | None, index: int | None) -> None:
         """Hand over the calls the protocol just closed: one (choice, index), a whole choice (index None), or all."""
 
