@@ -224,8 +224,11 @@ class Result:
         from ._turns import to_response
         return to_response(self)
 
-    def to_message(self, choice: int = 0) -> dict[str, Any]:
-        """Return the assistant turn in the provider's request shape, ready to append to the conversation."""
+    def to_message(self, choice: int = 0) -> Any:
+        """Return the assistant turn in the provider's request shape, ready to append to the conversation.
+
+        A message dict for most formats; for OpenAI Responses, the list of input items the output was.
+        """
         from ._turns import to_message
         return to_message(self, choice)
 

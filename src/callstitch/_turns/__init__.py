@@ -35,7 +35,7 @@ def to_response(result: Any) -> dict[str, Any]:
     return _module(result).response(result, result._turn)
 
 
-def to_message(result: Any, choice: int = 0) -> dict[str, Any]:
+def to_message(result: Any, choice: int = 0) -> Any:
     """Return the assistant message of result's choice in the provider's request shape."""
     if type(choice) is not int:
         raise TypeError(f"choice must be an int, not {type(choice).__name__}")
