@@ -15,7 +15,7 @@ cdef enum:
     FMT_OLLAMA = 7
 
 cdef cs_want _ANTHROPIC[6]
-cdef cs_want _ANTHROPIC_OTHER[7]
+cdef cs_want _ANTHROPIC_OTHER[12]
 cdef cs_want _RESPONSES[3]
 cdef cs_want _RESPONSES_END[11]
 cdef cs_want _BEDROCK[5]
@@ -45,15 +45,21 @@ _want(&_ANTHROPIC[2], "delta", "type")
 _want(&_ANTHROPIC[3], "delta", "partial_json")
 _want(&_ANTHROPIC[4], "delta", "text")
 _want(&_ANTHROPIC[5], "delta", "thinking")
-# … and what the adapter reads of the other events (block start and stop, message start, delta, stop):
-# the whole block, delta and message objects, which the turn keeps (_turns/anthropic.py)
+# … and what the adapter reads of the other events (block start and stop, message start, delta, stop),
+# with the message object, which the turn keeps (_turns/anthropic.py; block starts and message deltas
+# it keeps as their event's JSON text)
 _want(&_ANTHROPIC_OTHER[0], "type")
 _want(&_ANTHROPIC_OTHER[1], "index")
 _want(&_ANTHROPIC_OTHER[2], "content_block")
 _want(&_ANTHROPIC_OTHER[3], "content_block", "type")
-_want(&_ANTHROPIC_OTHER[4], "delta")
-_want(&_ANTHROPIC_OTHER[5], "usage")
-_want(&_ANTHROPIC_OTHER[6], "message")
+_want(&_ANTHROPIC_OTHER[4], "content_block", "id")
+_want(&_ANTHROPIC_OTHER[5], "content_block", "name")
+_want(&_ANTHROPIC_OTHER[6], "content_block", "input")
+_want(&_ANTHROPIC_OTHER[7], "content_block", "text")
+_want(&_ANTHROPIC_OTHER[8], "content_block", "thinking")
+_want(&_ANTHROPIC_OTHER[9], "delta", "stop_reason")
+_want(&_ANTHROPIC_OTHER[10], "usage")
+_want(&_ANTHROPIC_OTHER[11], "message")
 # openai-responses deltas: type, item_id, delta
 _want(&_RESPONSES[0], "type")
 _want(&_RESPONSES[1], "item_id")

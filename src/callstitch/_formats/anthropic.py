@@ -7,7 +7,7 @@ from typing import Any
 
 from .._state import error_text
 from .._text import compact_json
-from .._turns.anthropic import AnthropicTurn
+from .._turns.anthropic import AnthropicTurn, which_of
 
 _EVENTS = frozenset(("message_start", "content_block_start", "content_block_delta", "content_block_stop",
                      "message_delta", "message_stop", "ping"))
@@ -34,7 +34,17 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         if type(index) is not int or type(delta) is not dict:
             state.error("unexpected shape", "content_block_delta without an integer index and a delta", offset, obj)
             return
-        _block_delta(acc, state, index, delta, offset)
+        if delta.get("type") == "input_json_delta":  # the commonest, here rather than a call away
+            text = delta.get("partial_json")
+            notes = state.notes
+            if index in notes.get("tools", ()) and type(text) is str:
+                if text:  # an empty delta brings nothing: the block's start input still counts
+                    notes["streamed"].add(index)
+                acc.fragment(0, index, None, None, text)
+            elif type(text) is str:
+                _server_input(state, index, text)
+        else:
+            _block_delta(acc, state, index, delta, offset)
     elif kind == "content_block_start":
         index, block = obj.get("index"), obj.get("content_block")
         if type(index) is not int or type(block) is not dict:
@@ -44,6 +54,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     elif kind == "content_block_stop":
         index = obj.get("index")
         if type(index) is int:
+            (state.turn or turn_of(state)).log.append((index, acc.text_length(0, 0), acc.text_length(0, 1)))
             stop_block(acc, state, index)
     elif kind == "message_delta":
         message_delta(state, obj.get("delta"), obj.get("usage"))
@@ -77,21 +88,26 @@ def message_start(state: Any, message: Any) -> None:
 
 def message_delta(state: Any, delta: Any, usage: Any) -> None:
     """The message's closing fields: the stop reason (which ends the calls), stop_sequence, container …, usage."""
-    if type(delta) is dict:
-        if type(delta.get("stop_reason")) is str:
-            state.finish(0, delta["stop_reason"])
-        turn = turn_of(state)
-        if turn.delta is None:
-            turn.delta = dict(delta)
-        else:
-            turn.delta.update(delta)
+    if type(delta) is dict and type(delta.get("stop_reason")) is str:
+        state.finish(0, delta["stop_reason"])
+    note_delta(state, delta)  # kept as sent: a delta that is not an object reads as none
     merge_usage(state, usage)
+
+
+def note_delta(state: Any, delta: Any) -> None:
+    """Keep a message_delta's delta object (or its JSON text) for the turn."""
+    turn = state.turn or turn_of(state)
+    if turn.deltas is None:
+        turn.deltas = [delta]
+    else:
+        turn.deltas.append(delta)
 
 
 def start_block(acc: Any, state: Any, index: int, block: dict, offset: int | None) -> None:
     """A content block starts: note it in the turn, start its call if it is a client tool's, take its start text."""
-    turn_of(state).start(index, block, lambda which: acc.text_length(0, which))
     btype = block.get("type")
+    which = which_of(btype)
+    (state.turn or turn_of(state)).log.append((index, block, which, acc.text_length(0, which) if which >= 0 else 0))
     if type(btype) is str and btype in _CLIENT_BLOCKS:
         start_tool(acc, state, index, block.get("id"), block.get("name"), block.get("input"))
     elif btype == "text":
@@ -102,26 +118,15 @@ def start_block(acc: Any, state: Any, index: int, block: dict, offset: int | Non
 
 def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | None) -> None:
     dtype = delta.get("type")
-    if dtype == "input_json_delta":
-        text = delta.get("partial_json")
-        notes = state.notes
-        if index in notes.get("tools", ()) and type(text) is str:
-            if text:  # an empty delta brings nothing: the block's start input still counts
-                notes["streamed"].add(index)
-            acc.fragment(0, index, None, None, text)
-        elif type(text) is str and state.turn is not None:
-            block = state.turn.by_index.get(index)
-            if block is not None and "input" in block.start:  # server_tool_use, mcp_tool_use …: not a client call
-                if block.pieces is None:
-                    block.pieces = []
-                block.pieces.append(text)
-    elif dtype == "text_delta" or dtype == "thinking_delta":
+    if dtype == "text_delta" or dtype == "thinking_delta":
         which = 0 if dtype == "text_delta" else 1
         text = delta.get("text" if which == 0 else "thinking")
         if type(text) is str:
             # The text goes to its block, or to none (a delta at an index with no block of its kind):
             # never to the block whose text came before.
             turn = state.turn or turn_of(state)
+            if turn.done != len(turn.log):
+                turn.settle()
             block = turn.by_index.get(index)
             if block is not None and block.which != which:
                 block = None
@@ -129,7 +134,11 @@ def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | No
                 turn.attend(which, block, acc.text_length(0, which))
         _text(acc, state, which, text, offset)
     elif dtype == "citations_delta" or dtype == "signature_delta":
-        block = state.turn.by_index.get(index) if state.turn is not None else None
+        turn = state.turn
+        if turn is None:
+            return
+        turn.settle()
+        block = turn.by_index.get(index)
         if block is None:
             return
         if dtype == "signature_delta" and block.which == 1 and "signature" in delta:
@@ -138,6 +147,19 @@ def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | No
             if block.citations is None:
                 block.citations = []
             block.citations.append(delta["citation"])
+
+
+def _server_input(state: Any, index: int, text: str) -> None:
+    """Keep an input piece of a block that carries an input but is not a client call (server_tool_use, mcp_tool_use …)."""
+    turn = state.turn
+    if turn is None:
+        return
+    turn.settle()
+    block = turn.by_index.get(index)
+    if block is not None and "input" in block.start_object():
+        if block.pieces is None:
+            block.pieces = []
+        block.pieces.append(text)
 
 
 def start_tool(acc: Any, state: Any, index: int, call_id: Any, name: Any, initial: Any) -> None:
@@ -149,9 +171,7 @@ def start_tool(acc: Any, state: Any, index: int, call_id: Any, name: Any, initia
 
 
 def stop_block(acc: Any, state: Any, index: int) -> None:
-    """A content block stops: its text ends, a tool block's call is complete."""
-    if state.turn is not None:
-        state.turn.stop(index, lambda which: acc.text_length(0, which))
+    """A content block stops: a tool block's call is complete (the caller logs the stop in the turn)."""
     _settle(acc, state, index)
     if index in state.notes.get("tools", ()):
         acc.complete(0, index)

@@ -31,51 +31,67 @@ _TEXT_FIELD = ("text", "thinking")
 class Block:
     """One content block as streamed.
 
-    index: the block's index in the stream; start: its content_block_start object as sent;
-    which: TEXT or THINKING for the blocks whose text streams, else -1; spans: [start, end] byte
-    positions of its text in the choice's text of that kind (end -1: still open); citations:
-    the citations_delta citations, or None; signature: the last signature_delta, or None;
-    pieces: the input_json_delta pieces of a block with an input that is not a client call
-    (server_tool_use, mcp_tool_use …), or None.
+    index: the block's index in the stream; start: its content_block_start object as sent (the
+    compiled twin keeps the event's JSON text until it is read: start_object()); which: TEXT or
+    THINKING for the blocks whose text streams, else -1; spans: [start, end] byte positions of its
+    text in the choice's text of that kind (end -1: still open); citations: the citations_delta
+    citations, or None; signature: the last signature_delta, or None; pieces: the input_json_delta
+    pieces of a block with an input that is not a client call (server_tool_use, mcp_tool_use …), or None.
     """
 
     __slots__ = ("index", "start", "which", "spans", "citations", "signature", "pieces")
 
-    def __init__(self, index: int, start: dict) -> None:
+    def __init__(self, index: int, start: Any, which: int) -> None:
         self.index = index
         self.start = start
-        kind = start.get("type")
-        self.which = _WHICH.get(kind, -1) if type(kind) is str else -1
+        self.which = which
         self.spans: list[list[int]] = []
         self.citations: list | None = None
         self.signature: Any = None
         self.pieces: list[str] | None = None
 
+    def start_object(self) -> dict:
+        """Return the block's start object, parsed from its text on first use."""
+        start = self.start
+        if type(start) is not dict:  # the text of its content_block_start event (the compiled twin)
+            start = self.start = orjson.loads(start)["content_block"]
+        return start
+
     def __getstate__(self) -> tuple:
         return tuple(getattr(self, name) for name in self.__slots__)
 
     def __setstate__(self, state: tuple) -> None:
         for name, value in zip(self.__slots__, state):
             setattr(self, name, value)
+
+
+def which_of(kind: Any) -> int:
+    """Return TEXT or THINKING for a block type whose text streams, else -1."""
+    return _WHICH.get(kind, -1) if type(kind) is str else -1
 
 
 class AnthropicTurn:
     """What an Anthropic stream said besides its calls and texts.
 
-    message: the message_start message object as sent (None until it came); blocks: the content
-    blocks in order of their start; by_index: the latest block started at each index; open: per
-    kind of text (TEXT, THINKING), the block whose text is arriving, or None; delta: the
-    message_delta delta fields, later ones over earlier (None when no message_delta came).
+    message: the message_start message object as sent (None until it came); log: the block starts
+    and stops as they came, not yet read into blocks: (index, start object, which, text position)
+    for a start, (index, text position, thinking position) for a stop (text positions: where the
+    choice's next text of each kind goes); deltas: the message_delta delta objects (the compiled
+    twin keeps each event's JSON text), or None. Read from the log (settle()): blocks, the content
+    blocks in order of their start; by_index, the latest block started at each index; open, per
+    kind of text (TEXT, THINKING), the block whose text is arriving, or None.
     """
 
-    __slots__ = ("message", "blocks", "by_index", "open", "delta")
+    __slots__ = ("message", "log", "deltas", "blocks", "by_index", "open", "done")
 
     def __init__(self) -> None:
         self.message: dict | None = None
+        self.log: list[tuple] = []
+        self.deltas: list | None = None
         self.blocks: list[Block] = []
         self.by_index: dict[int, Block] = {}
         self.open: list[Block | None] = [None, None]
-        self.delta: dict | None = None
+        self.done = 0  # entries of the log read into blocks
 
     def __getstate__(self) -> tuple:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -84,13 +100,23 @@ class AnthropicTurn:
         for name, value in zip(self.__slots__, state):
             setattr(self, name, value)
 
-    def start(self, index: int, start: dict, length: Any) -> None:
-        """A content block starts; length(which) is where the choice's next text piece of that kind goes."""
-        block = Block(index, start)
-        self.blocks.append(block)
-        self.by_index[index] = block
-        if block.which >= 0:
-            self.attend(block.which, block, length(block.which))
+    def settle(self) -> None:
+        """Read the block starts and stops logged since the last call into the blocks."""
+        log = self.log
+        for k in range(self.done, len(log)):
+            entry = log[k]
+            if len(entry) == 4:
+                index, start, which, at = entry
+                block = Block(index, start, which)
+                self.blocks.append(block)
+                self.by_index[index] = block
+                if which >= 0:
+                    self.attend(which, block, at)
+            else:
+                block = self.by_index.get(entry[0])
+                if block is not None and block.which >= 0 and self.open[block.which] is block:
+                    self.attend(block.which, None, entry[1 + block.which])
+        self.done = len(log)
 
     def attend(self, which: int, block: Block | None, at: int) -> None:
         """Make block the one the next text of that kind belongs to (None: no block), closing the last one's span."""
@@ -103,21 +129,26 @@ class AnthropicTurn:
             block.spans.append([at, -1])
         self.open[which] = block
 
-    def stop(self, index: int, length: Any) -> None:
-        """A content block stops: its text, if arriving, ends here."""
-        block = self.by_index.get(index)
-        if block is not None and block.which >= 0 and self.open[block.which] is block:
-            self.attend(block.which, None, length(block.which))
+    def delta_fields(self) -> dict:
+        """Return the message_delta fields, later ones over earlier."""
+        fields: dict = {}
+        for delta in self.deltas or ():
+            if type(delta) is bytes:  # the text of its message_delta event (the compiled twin)
+                delta = orjson.loads(delta).get("delta")
+            if type(delta) is dict:
+                fields.update(delta)
+        return fields
 
 
 def response(result: Any, turn: AnthropicTurn | None) -> dict[str, Any]:
     """Return the Message the API would have answered without streaming."""
     if turn is None:
         turn = AnthropicTurn()
+    turn.settle()
     message = dict(turn.message) if turn.message is not None else {"type": "message", "role": "assistant"}
     sent = message.get("content")
     message["content"] = (list(sent) if type(sent) is list else []) + _blocks(result, turn)
-    for key, value in (turn.delta or {}).items():
+    for key, value in turn.delta_fields().items():
         if key != "container" or value is not None:
             message[key] = value
     message.setdefault("stop_reason", None)
@@ -131,7 +162,9 @@ def message(result: Any, turn: AnthropicTurn | None, choice: int) -> dict[str, A
     """Return the assistant message for the next request: the content blocks as the Message has them."""
     if choice != 0:
         raise IndexError(f"an Anthropic stream has one choice (0), not choice {choice}")
-    return {"role": "assistant", "content": copy.deepcopy(_blocks(result, turn or AnthropicTurn()))}
+    turn = turn or AnthropicTurn()
+    turn.settle()
+    return {"role": "assistant", "content": copy.deepcopy(_blocks(result, turn))}
 
 
 def _blocks(result: Any, turn: AnthropicTurn) -> list[dict]:
@@ -139,7 +172,7 @@ def _blocks(result: Any, turn: AnthropicTurn) -> list[dict]:
     calls = _Calls(result)
     out = []
     for block in turn.blocks:
-        d = dict(block.start)
+        d = dict(block.start_object())
         if block.which >= 0:
             d[_TEXT_FIELD[block.which]] = texts.of(block)
             if block.which == TEXT and block.citations:
@@ -184,16 +217,17 @@ class _Calls:
         self.free = [call for call in result.tool_calls if call.choice == 0]
 
     def input_of(self, block: Block) -> Any:
-        call_id = block.start.get("id")
+        start = block.start_object()
+        call_id = start.get("id")
         for k, call in enumerate(self.free):
             if call.id == call_id:
                 del self.free[k]
                 break
         else:
-            return block.start.get("input")  # no call of its own (a limit refused it): the input its start sent
+            return start.get("input")  # no call of its own (a limit refused it): the input its start sent
         if call.error is None and type(call.arguments) is dict:
             return call.arguments
-        return _input(call.raw_arguments, block.start.get("input"))
+        return _input(call.raw_arguments, start.get("input"))
 
 
 def _input(text: str, sent: Any) -> Any:
