@@ -191,7 +191,7 @@ cdef object _gemini_entry(Accumulator acc, object building, cs_val *entry):
     return building.put(text, _VALUE_KEYS[k - 1], _value(&entry[k]), more)
 
 
-cdef bint _gemini_turn_part(cs_val *part, const unsigned char *at, Py_ssize_t n):
+cdef inline bint _gemini_turn_part(cs_val *part, const unsigned char *at, Py_ssize_t n):
     """Tell whether a part is one the fast path keeps whole for the turn (else the general way carries it).
 
     That is text (thought a boolean, a signature a string, nothing else), or a functionCall with
@@ -199,6 +199,23 @@ cdef bint _gemini_turn_part(cs_val *part, const unsigned char *at, Py_ssize_t n)
     (inlineData, a field not known here …) the adapter records as sent.
     """
     cdef const cs_val *known[4]
+    cdef const unsigned char *p
+    if part[1].kind == CS_T_ABSENT and part[2].kind == CS_T_ABSENT and part[8].kind == CS_T_ABSENT:
+        # The commonest part, {"text": …} alone: one ':' before the text, none after it.
+        if part[0].kind != CS_T_STR:
+            return False
+        p = at
+        while p < part[0].p and p[0] != b':':
+            p += 1
+        p += 1
+        while p < part[0].p and p[0] != b':':
+            p += 1
+        if p < part[0].p:
+            return False
+        p = part[0].p + part[0].n
+        while p < at + n and p[0] != b':':
+            p += 1
+        return p == at + n
     known[0], known[1], known[2], known[3] = &part[0], &part[1], &part[2], &part[8]
     if not (part[8].kind & (CS_T_ABSENT | CS_T_STR)) or not _only_keys_of(at, n, known, 4):
         return False
@@ -226,7 +243,7 @@ cdef bint _only_keys(const unsigned char *at, Py_ssize_t n, const cs_val *value,
     return _only_keys_of(at, n, known, count)
 
 
-cdef bint _only_keys_of(const unsigned char *at, Py_ssize_t n, const cs_val **known, int count):
+cdef inline bint _only_keys_of(const unsigned char *at, Py_ssize_t n, const cs_val **known, int count):
     """Tell whether the object at[0..n) has no key but those of the known values present in it.
 
     Every key is followed by a ':' outside any value of a known key; so the ':' outside the known
