@@ -321,3 +321,27 @@ def test_to_message_goes_back_through_the_sdk_client_signatures_intact(impl, fak
             assert got["functionCall"] == ours["functionCall"]
         else:
             assert got.get("text") == ours.get("text")
+
+
+def test_the_readme_example_runs_through_the_sdk(impl, fake_gemini, monkeypatch):
+    import httpx
+    import re
+
+    from google import genai
+
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
+    block = [b for b in re.findall(r"^```python\n(.*?)^```", readme, flags=re.S | re.M)
+             if "contents.append(result.to_message())" in b]
+    assert len(block) == 1
+    fake, url = fake_gemini
+    monkeypatch.setattr(callstitch, "Accumulator", impl.Accumulator)
+    body = read(os.path.join(CAPTURES, "gemini__pydantic-ai__call-with-id.sse"))
+    names = {"callstitch": callstitch, "model": "gemini-3-flash-preview",
+             "http_response": httpx.Response(200, content=[body[i:i + 100] for i in range(0, len(body), 100)]),
+             "contents": [{"role": "user", "parts": [{"text": "Where am I?"}]}],
+             "run": lambda call: {"country": "Mexico"},
+             "client": genai.Client(api_key="test-key", http_options=genai_types.HttpOptions(base_url=url))}
+    exec(block[0], names)
+    sent = json.loads(fake.bodies[-1])["contents"]
+    assert sent[1]["parts"][0]["functionCall"] == {"id": "96c1su3s", "name": "get_user_country", "args": {}}
+    assert sent[2]["parts"][0]["functionResponse"]["response"] == {"country": "Mexico"}
