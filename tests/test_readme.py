@@ -47,7 +47,8 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "batch": "callstitch.reassemble_many(",
            "listing": "-> Result",
            "spark": "from callstitch.spark import reassemble",
-           "turn-anthropic": "messages.append(result.to_message())               # thinking"}
+           "turn-anthropic": "messages.append(result.to_message())               # thinking",
+           "gemini-turn": "contents.append(result.to_message())"}  # run by tests/test_turn_gemini.py
 
 
 def _capture(name: str, ext: str = ".sse") -> bytes:

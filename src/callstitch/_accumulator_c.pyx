@@ -203,6 +203,14 @@ Reassemble the tool calls of one streamed response.
     cdef bint _seen  # state.recognised, as last read: until then every event takes the general path
     cdef bint _fed  # a byte has been fed (an empty body is reported as one)
     cdef cs_val _vals[12]
+    # The Gemini fast path's hold on state.turn (_c/fast_gemini.pxi): the record, its log, the log's
+    # length after this path last wrote to it (longer: the general path logged since, and the two
+    # notes below no longer hold), the last envelope it logged, the open text run it last logged.
+    cdef object _gem_turn
+    cdef list _gem_log
+    cdef Py_ssize_t _gem_logged
+    cdef bytes _gem_env
+    cdef long long _gem_run
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
     cdef bytes _item_key
     cdef _Slot _item_slot

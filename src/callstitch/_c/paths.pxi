@@ -22,7 +22,7 @@ cdef cs_want _BEDROCK[5]
 cdef cs_want _COHERE[8]
 cdef cs_want _GEMINI[8]
 cdef cs_want _GEMINI_PIECE[12]
-cdef cs_want _GEMINI_PART[8]
+cdef cs_want _GEMINI_PART[9]
 cdef cs_want _GEMINI_ENTRY[8]
 
 
@@ -135,6 +135,7 @@ _want(&_GEMINI_PART[5], "functionCall", "args")
 _want(&_GEMINI_PART[6], "functionCall", "willContinue")
 _want(&_GEMINI_PART[7], "functionCall", "partialArgs")
 _GEMINI_PART[7].allowed = _ANY | CS_T_ARRAY
+_want(&_GEMINI_PART[8], "thoughtSignature")  # kept on its part by the turn
 # … and each entry of a part's partialArgs: its path, the adapter's value keys in order, the marker
 cdef tuple _VALUE_KEYS = _gemini.VALUE_KEYS
 cdef tuple _VALUE_KEYS_UTF8 = tuple(key.encode() for key in _VALUE_KEYS)  # the table points into these
