@@ -46,7 +46,8 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "toolset": 'callstitch.Toolset(request["tools"])',
            "batch": "callstitch.reassemble_many(",
            "listing": "-> Result",
-           "spark": "from callstitch.spark import reassemble"}
+           "spark": "from callstitch.spark import reassemble",
+           "turn-ollama": "ollama_ndjson_stream"}  # run by tests/test_turn_ollama.py
 
 
 def _capture(name: str, ext: str = ".sse") -> bytes:
