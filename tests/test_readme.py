@@ -47,6 +47,7 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "batch": "callstitch.reassemble_many(",
            "listing": "-> Result",
            "spark": "from callstitch.spark import reassemble",
+           "turn-cohere": "cohere_sse_stream",  # run by tests/test_turn_cohere.py
            "turn-ollama": "ollama_ndjson_stream"}  # run by tests/test_turn_ollama.py
 
 
