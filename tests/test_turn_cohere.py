@@ -222,3 +222,13 @@ def test_the_readme_example_runs(on_twin):
         exec(_block("cohere_sse_stream"), names)
     assert [m["role"] for m in received[0]["messages"]] == ["user", "assistant", "tool", "tool"]
     assert received[0]["messages"][1]["tool_plan"].startswith("I will use the weather tool")
+
+
+@pytest.mark.parametrize("limits", [dict(event_bytes=120), dict(event_bytes=200), dict(stream_bytes=20),
+                                    dict(call_bytes=10), dict(calls=1), dict(errors=1)], ids=str)
+def test_the_twins_give_the_same_turn_under_limits(both, limits):
+    c, py = both
+    for body in BODIES.values():
+        rc = c.reassemble(body, format="cohere", limits=callstitch.Limits(**limits))
+        rp = py.reassemble(body, format="cohere", limits=callstitch.Limits(**limits))
+        assert rc.to_response() == rp.to_response() and rc.to_message() == rp.to_message()

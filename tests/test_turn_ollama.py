@@ -192,3 +192,13 @@ def test_the_readme_example_runs(on_twin):
         exec(_block("ollama_ndjson_stream"), names)
     assert [m["role"] for m in received[0]["messages"]] == ["user", "assistant", "tool"]
     assert received[0]["messages"][1]["content"] == "Let me look that up for you."
+
+
+@pytest.mark.parametrize("limits", [dict(event_bytes=120), dict(event_bytes=200), dict(stream_bytes=20),
+                                    dict(call_bytes=10), dict(calls=1), dict(errors=1)], ids=str)
+def test_the_twins_give_the_same_turn_under_limits(both, limits):
+    c, py = both
+    for body in BODIES.values():
+        rc = c.reassemble(body, format="ollama", limits=callstitch.Limits(**limits))
+        rp = py.reassemble(body, format="ollama", limits=callstitch.Limits(**limits))
+        assert rc.to_response() == rp.to_response() and rc.to_message() == rp.to_message()
