@@ -89,6 +89,7 @@ cdef extern from "_c/scan.h" nogil:
     ctypedef struct cs_ocall:
         cs_span id
         cs_span name
+        cs_val index
         const unsigned char *args
         Py_ssize_t args_n
     ctypedef struct cs_oline:
@@ -176,6 +177,7 @@ Reassemble the tool calls of one streamed response.
     fragments (``add``), then call ``finalize`` once for the Result.
     """
     cdef object _state
+    cdef object _turn  # state.turn once made: the fast paths reach the turn record without a lookup
     cdef list _slots
     cdef dict _choices
     cdef dict _texts

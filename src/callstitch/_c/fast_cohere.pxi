@@ -2,6 +2,19 @@
 # functions taking the accumulator first; each does exactly what the adapter does with those events.
 
 
+cdef bint _has_logprobs(const unsigned char *data, Py_ssize_t n):
+    """Tell whether an event holds the key "logprobs" (or a string that is it: then the general path decides)."""
+    cdef const unsigned char *p = data
+    cdef const unsigned char *e = data + n
+    while True:
+        p = <const unsigned char *>memchr(p, 34, e - p)  # '"'
+        if p == NULL or e - p < 10:
+            return False
+        if cs_same(p + 1, "logprobs\"", 9):
+            return True
+        p += 1
+
+
 cdef int _cohere_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply a Cohere event in place as _cohere.handle does; 0 sends it the general way."""
     cdef cs_val *v = acc._vals
@@ -10,7 +23,10 @@ cdef int _cohere_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
         return 0
     if (<const char *>v[0].p)[:v[0].n] in _COHERE_IGNORED:
         return 1  # the adapter lets these pass
-    if _is(&v[0], "content-delta", 13) and v[5].kind == CS_T_STR and v[7].kind == CS_T_ABSENT:
+    # A content-delta with logprobs goes the general way: the turn keeps them (found by their name,
+    # which the text cannot hold unescaped; a false alarm only costs the general path).
+    if _is(&v[0], "content-delta", 13) and v[5].kind == CS_T_STR and v[7].kind == CS_T_ABSENT \
+            and not _has_logprobs(data, n):
         span = _span(&v[5])
         acc._text_span(0, 0, &span)
         return 1

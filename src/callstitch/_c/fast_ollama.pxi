@@ -18,11 +18,24 @@ cdef int _ollama_line(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
             values.append(_loads(sent[k]))
         except ValueError:
             return 0  # the general path reports it (or reads a lone surrogate escape its own way)
+    # The line's part of the turn, as _ollama.handle keeps it: the record of _turns/ollama.py (a list:
+    # first line, last line, per call its function.index, logprobs), lines kept as sent, parsed only
+    # when the turn is asked for.
+    if acc._turn is None:
+        acc._turn = acc._state.turn
+        if acc._turn is None:
+            acc._turn = acc._state.turn = [(<const char *>data)[:n], None, [], None]
+    if line.done:
+        (<list>acc._turn)[1] = (<const char *>data)[:n]
     if line.content.n:
         acc._text_span(0, 0, &line.content)
     if line.thinking.n:
         acc._text_span(0, 1, &line.thinking)
+    if count:
+        turn_calls = (<list>acc._turn)[2]
     for k in range(count):
+        # function.index, the one thing besides id, name and arguments a call in this shape can hold
+        turn_calls.append(None if calls[k].index.kind == CS_T_ABSENT else _value(&calls[k].index))
         acc._take_whole(0, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], sent[k])
     if line.done:
         usage = {}

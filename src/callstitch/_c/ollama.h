@@ -71,6 +71,7 @@ static inline const unsigned char *cs_skip_loose(const unsigned char *p, const u
 typedef struct {
     cs_span id;                        /* CS_ABSENT when the entry has none */
     cs_span name;
+    cs_val index;                      /* function.index, kind CS_T_ABSENT when not sent; p/n the number as sent */
     const unsigned char *args;         /* function.arguments, an object, as sent (not yet checked) */
     ptrdiff_t args_n;
 } cs_ocall;
@@ -150,10 +151,15 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *
                 CS_OLIT(",");
             }
             CS_OLIT("\"function\":{");
+            c->index.kind = CS_T_ABSENT;
             if (CS_AT("\"index\":")) {
                 p += sizeof("\"index\":") - 1;
-                p = cs_num(p, e);
+                q = p;
+                p = cs_xnum(p, e, &c->index);
                 if (!p) return -1;
+                c->index.p = q;
+                c->index.n = p - q;
+                c->index.has_esc = 0;
                 CS_OLIT(",");
             }
             CS_OLIT("\"name\":\"");

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._turns import cohere as _turn
+
 # The event types handle passes over untouched (the compiled twin's fast path lets them pass) …
-IGNORED_EVENTS = frozenset(("message-start", "content-start", "content-end", "citation-start", "citation-end",
-                            "debug"))
-# … and with those it acts on, every event type of the format.
-_EVENTS = IGNORED_EVENTS | frozenset(("content-delta", "tool-plan-delta", "tool-call-start", "tool-call-delta",
+IGNORED_EVENTS = frozenset(("citation-end", "debug"))
+# … and with those it acts on (message-start, content-start / -end and citation-start for the turn
+# only), every event type of the format.
+_EVENTS = IGNORED_EVENTS | frozenset(("message-start", "content-start", "content-end", "citation-start",
+                                      "content-delta", "tool-plan-delta", "tool-call-start", "tool-call-delta",
                                       "tool-call-end", "message-end"))
 
 
@@ -28,6 +31,9 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         state.error("unexpected shape", "an event must be a JSON object", offset, obj)
         return
     kind = obj.get("type")
+    turn = state.turn
+    if turn is None:
+        turn = state.turn = _turn.CohereTurn()
     if kind in ("tool-call-start", "tool-call-delta"):
         index, message = obj.get("index"), _message(obj)
         call = message.get("tool_calls") if type(message) is dict else None
@@ -40,6 +46,10 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         acc.fragment(0, index, call_id if type(call_id) in (str, int) else None,
                       name if type(name) is str else None, function.get("arguments"))
     elif kind == "content-delta":
+        if obj.get("logprobs") is not None:
+            if turn.logprobs is None:
+                turn.logprobs = []
+            turn.logprobs.append(obj["logprobs"])
         message = _message(obj)
         content = message.get("content") if type(message) is dict else None
         text = content.get("text") if type(content) is dict else None
@@ -57,9 +67,12 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         index = obj.get("index")
         if type(index) is int:
             acc.complete(0, index)
+    elif type(kind) is str and kind in _TURN_ONLY:
+        _TURN_ONLY[kind](acc, turn, obj)
     elif kind == "message-end":
         delta = obj.get("delta")
         if type(delta) is dict:
+            turn.end = delta
             if delta.get("usage") is not None:
                 state.usage = delta["usage"]
             if delta.get("error") is not None:
@@ -71,3 +84,22 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
                 return
         state.complete = True
         acc.complete(None, None)
+
+
+def _citation(acc: Any, turn: Any, obj: dict) -> None:
+    message = _message(obj)
+    citation = message.get("citations") if type(message) is dict else None
+    if citation is not None:
+        turn.citations.append(citation)
+
+
+def _content_start(acc: Any, turn: Any, obj: dict) -> None:
+    message = _message(obj)
+    _turn.open_block(turn, acc, message.get("content") if type(message) is dict else None)
+
+
+# The events only the turn needs: what each notes in the record (_turns/cohere.py).
+_TURN_ONLY = {"message-start": lambda acc, turn, obj: _turn.start(turn, obj, _message(obj)),
+              "content-start": _content_start,
+              "content-end": lambda acc, turn, obj: _turn.close_block(turn, acc),
+              "citation-start": _citation}

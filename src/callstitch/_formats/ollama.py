@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._state import error_text
+from .._turns.ollama import CALLS, LAST, LOGPROBS, call_extras, new_turn
 
 
 def claims(event: str | None, obj: Any) -> bool:
@@ -20,6 +21,14 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     if obj.get("error") is not None:
         state.error("in-band error", error_text(obj["error"]), offset, obj)
         return
+    turn = state.turn
+    if turn is None:
+        turn = state.turn = new_turn(obj)
+    logprobs = obj.get("logprobs")
+    if type(logprobs) is list:  # Ollama's own answer joins every line's
+        if turn[LOGPROBS] is None:
+            turn[LOGPROBS] = []
+        turn[LOGPROBS].extend(logprobs)
     message = obj.get("message")
     if type(message) is dict:
         for field, which in (("content", 0), ("thinking", 1)):
@@ -30,6 +39,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         for call in calls if type(calls) is list else ():
             tool_call(acc, state, call, offset)
     if obj.get("done") is True:
+        turn[LAST] = obj
         finish(acc, state, obj.get("done_reason"), {k: obj[k] for k in ("prompt_eval_count", "eval_count") if k in obj})
 
 
@@ -40,6 +50,7 @@ def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
         state.error("unexpected shape", "a tool call without a function", offset, call)
         return
     name, call_id = function.get("name"), call.get("id")
+    state.turn[CALLS].append(call_extras(call, function))
     # Each call arrives whole, its arguments an object (taken as the value): a call of its own.
     acc.whole(0, call_id if type(call_id) in (str, int) else None, name if type(name) is str else None,
                function.get("arguments"))
