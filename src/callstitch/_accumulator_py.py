@@ -18,7 +18,7 @@ from ._formats import openai_chat as _openai_chat
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
-from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, Limits, as_numbers, call_cut, event_dropped, line_dropped,
+from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, Limits, as_numbers, call_cut, event_dropped, line_dropped,
                       stream_full, too_many)
 from ._formats.recognition import unrecognised
 from ._results import Result, ToolCall
@@ -84,6 +84,7 @@ class Accumulator:
         self._state.event_limit = self._max_event
         self._kept = 0            # argument and text bytes held, against Limits.stream_bytes
         self._full = False        # Limits.stream_bytes was reached
+        self._texts_cut = False   # an event was dropped (Limits.event_bytes): no text is kept after it
         self._capped: set[str] = set()  # the limits on calls and choices already reported
         self._nchoices = 0        # choices met, by their calls or their texts, against Limits.choices
         self._slots: list[_Slot] = []
@@ -298,6 +299,17 @@ class Accumulator:
         self._data.clear()
         self._data_size = 0
         self._dropping = True
+        self.cut_open()
+
+    def cut_open(self) -> None:
+        """Cut every call still open and every text: the event just dropped may have held a piece of them."""
+        for slot in self._slots:
+            if slot.call is None and not slot.over:
+                slot.over = CUT_EVENT_BYTES
+                slot.pending = 0  # a surrogate pending at the cut is cut with it
+        self._texts_cut = True
+        for texts in self._texts.values():
+            texts[3:] = [0, 0, 0, True, True, True]
 
     def _skip_dropped_line(self, data: bytes) -> bytes:
         """Return what follows the end of the line being skipped (nothing while it goes on)."""
@@ -697,9 +709,10 @@ class Accumulator:
             if not self._choice_fits(choice):
                 return
             # content, reasoning, refusal; a high surrogate pending in each; whether each was cut
-            texts = self._texts[choice] = [None, None, None, 0, 0, 0, False, False, False]
+            cut = self._texts_cut
+            texts = self._texts[choice] = [None, None, None, 0, 0, 0, cut, cut, cut]
         if texts[6 + which]:
-            return  # cut at Limits.stream_bytes: text after the cut would leave a hole
+            return  # cut at Limits.stream_bytes or event_bytes: text after the cut would leave a hole
         buf = texts[which]
         if buf is None:
             buf = texts[which] = bytearray()
