@@ -192,7 +192,8 @@ Reassemble the tool calls of one streamed response.
     cdef list _lazy
     cdef Py_ssize_t _lazy_bound
     cdef bint _full
-    cdef bint _texts_cut  # an event was dropped (Limits.event_bytes): no text is kept after it
+    # An event was dropped (Limits.event_bytes): no text is kept after it, nor a call that starts without its name.
+    cdef bint _dropped
     cdef set _capped
     cdef Py_ssize_t _nchoices  # choices met, by their calls or their texts, against Limits.choices
     cdef bint _skipping  # dropping the rest of an over-long line
@@ -724,7 +725,12 @@ Reassemble the tool calls of one streamed response.
             if slot.call is None and not slot.over:
                 slot.over = _CUT_EVENT_BYTES
                 slot.pending = 0  # a surrogate pending at the cut is cut with it
-        self._texts_cut = True
+        for choice, call_id, name in _gemini.take_open(self._state):  # Vertex AI calls built from partialArgs
+            self._wholes -= 1
+            slot = self._route(choice, self._wholes, call_id, name)
+            if slot is not None:
+                slot.over = _CUT_EVENT_BYTES
+        self._dropped = True
         for texts in self._texts.values():
             for t in texts:
                 if t is not None:
@@ -1179,7 +1185,7 @@ Reassemble the tool calls of one streamed response.
             texts = self._texts[number] = [None, None, None]
         t = texts[which]
         if t is None:
-            if self._texts_cut:
+            if self._dropped:
                 return None  # an event was dropped before this text began: it may have held its start
             t = texts[which] = _Text()
         elif (<_Text>t).cut:
@@ -1325,7 +1331,7 @@ Reassemble the tool calls of one streamed response.
             cs = _ChoiceState()
             self._choices[choice] = cs
         if whole:
-            slot = self._new_slot(cs, choice)
+            slot = self._new_slot(cs, choice, name)
             if slot is None:
                 return _refused(cs, None)
         elif index is None:
@@ -1333,19 +1339,19 @@ Reassemble the tool calls of one streamed response.
             slot = cs.latest
             if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
                     name is not None and slot.name is not None and name != slot.name and slot.nfrags):
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, None)
         else:
             slot = cs.by_index.get(index)
             if slot is None:
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, None)
                 cs.by_index[index] = slot
             elif call_id is not None and slot.id is not None and call_id != slot.id:
                 if name is not None or _complete(slot):
-                    slot = self._new_slot(cs, choice)
+                    slot = self._new_slot(cs, choice, name)
                     if slot is None:
                         return _refused(cs, index)
                     cs.by_index[index] = slot
@@ -1354,7 +1360,7 @@ Reassemble the tool calls of one streamed response.
                     quirks |= _Q_CHANGING_ID
                     call_id = None
             elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, index)
                 cs.by_index[index] = slot
@@ -1375,12 +1381,15 @@ Reassemble the tool calls of one streamed response.
         slot.quirks |= quirks
         return slot
 
-    cdef _Slot _new_slot(self, _ChoiceState cs, object choice):
+    cdef _Slot _new_slot(self, _ChoiceState cs, object choice, object name):
         cdef _Slot slot
         if len(self._slots) >= self._max_calls:
             self._cap("calls")
             return None
         slot = _Slot.__new__(_Slot)
+        if self._dropped and name is None:
+            # A call starting without its name after a dropped event: its start was in it. Keep none of it.
+            slot.over = _CUT_EVENT_BYTES
         slot.choice = choice
         slot.seq = len(self._slots)
         slot.position = cs.count
