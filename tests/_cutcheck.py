@@ -14,14 +14,21 @@ def is_cut(call: Any) -> bool:
             and "Limits." in call.error.detail)
 
 
-def cut_or_whole(limited: Any, unlimited: Any) -> list[str]:
+def cut_or_whole(limited: Any, unlimited: Any, events_dropped: bool = False) -> list[str]:
     """Return what breaks the rule in limited, the same stream's Result under limits (empty when none).
 
     Each call of limited must be the call of unlimited at the same (choice, index), either
     identical or cut (same id and name, its raw text a prefix of the unlimited one's, when that
     was not rewritten by a quirk). Each text, reasoning and refusal must be a prefix of the
     unlimited one. Calls dropped whole (Limits.calls, Limits.choices) are simply absent.
+
+    events_dropped: Limits.event_bytes may have dropped events. A call whose every piece was in
+    them is absent, so the others' positions shift: the calls of each choice are matched in order
+    instead, as a subsequence of the unlimited ones (same id, name and kind). A call that started
+    without its name after a drop (its start was dropped) must be cut, keeping nothing.
     """
+    if events_dropped:
+        return _in_order(limited, unlimited) + _texts_kept(limited, unlimited)
     problems = []
     whole = {(c.choice, c.index): c for c in unlimited.tool_calls}
     for call in limited.tool_calls:
@@ -35,6 +42,12 @@ def cut_or_whole(limited: Any, unlimited: Any) -> list[str]:
                 problems.append(f"cut {call!r} kept {call.raw_arguments!r}, not a prefix of {ref.raw_arguments!r}")
         elif call != ref or call.arguments != ref.arguments or type(call.arguments) is not type(ref.arguments):
             problems.append(f"{call!r} was altered: unlimited it is {ref!r}")
+    return problems + _texts_kept(limited, unlimited)
+
+
+def _texts_kept(limited: Any, unlimited: Any) -> list[str]:
+    """Return what breaks the rule for texts: each one kept must be a prefix of the unlimited one."""
+    problems = []
     choices = {c.index: c for c in unlimited.choices}
     for choice in limited.choices:
         ref = choices.get(choice.index)
@@ -43,3 +56,34 @@ def cut_or_whole(limited: Any, unlimited: Any) -> list[str]:
             if kept is not None and not (sent or "").startswith(kept):
                 problems.append(f"choice {choice.index} {field} {kept!r} is not a prefix of {sent!r}")
     return problems
+
+
+def _in_order(limited: Any, unlimited: Any) -> list[str]:
+    """Return the calls of limited that are not, in order per choice, the unlimited ones whole or cut."""
+    problems = []
+    for number in {c.choice for c in limited.tool_calls}:
+        refs = [c for c in unlimited.tool_calls if c.choice == number]
+        at = 0
+        for call in (c for c in limited.tool_calls if c.choice == number):
+            if is_cut(call) and call.raw_arguments == "":
+                continue  # cut keeping nothing (its start may have been dropped): nothing to be altered
+            while at < len(refs) and not _same_or_cut(call, refs[at]):
+                at += 1
+            if at == len(refs):
+                problems.append(f"{call!r} is neither whole nor cut, in order, among the unlimited calls")
+            at += 1
+    return problems
+
+
+def _same_or_cut(call: Any, ref: Any) -> bool:
+    """Tell whether call is ref whole (its position aside) or ref cut, its raw text a prefix of ref's."""
+    if (call.id, call.name, call.kind) != (ref.id, ref.name, ref.kind):
+        return False
+    if is_cut(call):
+        return bool(ref.quirks) or ref.raw_arguments.startswith(call.raw_arguments)
+    return (call.raw_arguments == ref.raw_arguments and call.arguments == ref.arguments
+            and type(call.arguments) is type(ref.arguments) and _error(call) == _error(ref) and call.quirks == ref.quirks)
+
+
+def _error(call: Any) -> Any:
+    return None if call.error is None else (call.error.kind, str(call.error))

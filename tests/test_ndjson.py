@@ -78,7 +78,7 @@ def test_lines_over_the_event_limit_are_dropped_with_their_offset(both):
     result = agree(both, body, limits=Limits(event_bytes=1000))
     assert [(e.kind, e.offset) for e in result.errors] == [("limit", len(small)),
                                                           ("limit", 2 * len(small) + len(long))]
-    assert result.text == "okok"
+    assert result.text == "ok"  # the text is cut at the first dropped line: it may have held a piece of it
 
 
 @pytest.mark.parametrize("entry", [

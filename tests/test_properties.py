@@ -294,19 +294,20 @@ from callstitch import Limits  # noqa: E402
 def random_limits(draw, body: bytes):
     """Return Limits that bite somewhere in body: each limit absent, tiny, or anywhere up to the body's size.
 
-    Limits.event_bytes stays None: a dropped event loses bytes no limit can account for.
+    Limits.event_bytes too: a dropped event cuts every call still open and every text (cut_or_whole
+    then matches the calls in order, as one dropped whole shifts the others' positions).
     """
     size = len(body)
     pick = lambda most: draw(st.one_of(st.none(), st.integers(0, 8), st.integers(0, max(most, 0))))  # noqa: E731
     return Limits(call_bytes=pick(size // 2), stream_bytes=pick(size // 2), calls=pick(5), choices=pick(3),
-                  event_bytes=None)
+                  event_bytes=draw(st.one_of(st.none(), st.integers(0, 400), st.integers(0, max(size, 0)))))
 
 
 def _check_limits(impl, body, data):
     unlimited = impl.reassemble(body)
     limits = data.draw(random_limits(body))
     limited = impl.reassemble(body, limits=limits)
-    assert cut_or_whole(limited, unlimited) == [], limits
+    assert cut_or_whole(limited, unlimited, limits.event_bytes is not None) == [], limits
     acc = impl.Accumulator(limits=limits)
     for piece in _pieces(body, data.draw(cuts_for(body))):
         acc.feed(piece)

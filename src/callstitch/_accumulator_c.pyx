@@ -20,7 +20,7 @@ from ._wire import framing as _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
                         parses, raise_first_error)
-from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, as_numbers, call_cut, event_dropped, line_dropped,
+from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, as_numbers, call_cut, event_dropped, line_dropped,
                       stream_full, too_many)
 from ._formats.recognition import unrecognised
 from ._results import ToolCall
@@ -141,6 +141,7 @@ cdef int _Q_RESENT_ID = Q_RESENT_ID
 cdef int _Q_RESENT_NAME = Q_RESENT_NAME
 cdef int _CUT_CALL_BYTES = CUT_CALL_BYTES
 cdef int _CUT_STREAM_BYTES = CUT_STREAM_BYTES
+cdef int _CUT_EVENT_BYTES = CUT_EVENT_BYTES
 
 # orjson writes no JSON value more than 4.5 times as long as it can be sent (1e15 becomes
 # 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.
@@ -193,6 +194,8 @@ Reassemble the tool calls of one streamed response.
     cdef list _lazy
     cdef Py_ssize_t _lazy_bound
     cdef bint _full
+    # An event was dropped (Limits.event_bytes): no text is kept after it, nor a call that starts without its name.
+    cdef bint _dropped
     cdef set _capped
     cdef Py_ssize_t _nchoices  # choices met, by their calls or their texts, against Limits.choices
     cdef bint _skipping  # dropping the rest of an over-long line
@@ -536,6 +539,7 @@ Reassemble the tool calls of one streamed response.
                 self._ja_size = i - seg
                 if self._ja_size > self._max_event:
                     line_dropped(self._state, self._max_event, self._ja_start, "array element")
+                    self.cut_open()
                     self._ja_drop = True
                 self._array_element(p + seg, i - seg)
             else:
@@ -582,6 +586,7 @@ Reassemble the tool calls of one streamed response.
             return 0
         if self._ja_size > self._max_event:
             line_dropped(self._state, self._max_event, self._ja_start, "array element")
+            self.cut_open()
             self._ja_drop = True
             del self._tail[:]
             return 0
@@ -644,6 +649,7 @@ Reassemble the tool calls of one streamed response.
             if total > self._max_event:
                 # A message over Limits.event_bytes is dropped as it arrives, never held.
                 line_dropped(self._state, self._max_event, self._offset + pos, "message")
+                self.cut_open()
                 if size - pos < total:
                     self._es_drop = total - (size - pos)
                     return size
@@ -690,6 +696,7 @@ Reassemble the tool calls of one streamed response.
         cdef Py_ssize_t k
         if n > self._max_event:
             line_dropped(self._state, self._max_event, pos)
+            self.cut_open()
             return 0
         for k in range(n):
             if p[k] != b' ' and p[k] != b'\t' and p[k] != b'\r' and p[k] != b'\n':
@@ -712,6 +719,8 @@ Reassemble the tool calls of one streamed response.
             self._skipping = True
             if not self._nd:
                 self._drop_event()
+            else:
+                self.cut_open()
         return 0
 
     cdef int _drop_event(self) except -1:
@@ -719,7 +728,28 @@ Reassemble the tool calls of one streamed response.
         self._data_len = 0
         self._data_lines = 0
         self._dropping = True
+        self.cut_open()
         return 0
+
+    def cut_open(self):
+        """Cut every call still open and every text: the event just dropped may have held a piece of them."""
+        cdef _Slot slot
+        cdef _Text t
+        for slot in self._slots:
+            if slot.call is None and not slot.over:
+                slot.over = _CUT_EVENT_BYTES
+                slot.pending = 0  # a surrogate pending at the cut is cut with it
+        for choice, call_id, name in _gemini.take_open(self._state):  # Vertex AI calls built from partialArgs
+            self._wholes -= 1
+            slot = self._route(choice, self._wholes, call_id, name)
+            if slot is not None:
+                slot.over = _CUT_EVENT_BYTES
+        self._dropped = True
+        for texts in self._texts.values():
+            for t in texts:
+                if t is not None:
+                    t.cut = True
+                    t.pending = 0
 
     cdef inline const unsigned char *_line_end(self, const unsigned char *p, const unsigned char *end):
         """Return where the line starting at p ends (its CR or LF), or NULL when it does not end here.
@@ -1170,6 +1200,8 @@ Reassemble the tool calls of one streamed response.
             texts = self._texts[number] = [None, None, None]
         t = texts[which]
         if t is None:
+            if self._dropped:
+                return None  # an event was dropped before this text began: it may have held its start
             t = texts[which] = _Text()
         elif (<_Text>t).cut:
             return None
@@ -1315,7 +1347,7 @@ Reassemble the tool calls of one streamed response.
             cs = _ChoiceState()
             self._choices[choice] = cs
         if whole:
-            slot = self._new_slot(cs, choice)
+            slot = self._new_slot(cs, choice, name)
             if slot is None:
                 return _refused(cs, None)
         elif index is None:
@@ -1323,19 +1355,19 @@ Reassemble the tool calls of one streamed response.
             slot = cs.latest
             if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
                     name is not None and slot.name is not None and name != slot.name and slot.nfrags):
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, None)
         else:
             slot = cs.by_index.get(index)
             if slot is None:
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, None)
                 cs.by_index[index] = slot
             elif call_id is not None and slot.id is not None and call_id != slot.id:
                 if name is not None or _complete(slot):
-                    slot = self._new_slot(cs, choice)
+                    slot = self._new_slot(cs, choice, name)
                     if slot is None:
                         return _refused(cs, index)
                     cs.by_index[index] = slot
@@ -1344,7 +1376,7 @@ Reassemble the tool calls of one streamed response.
                     quirks |= _Q_CHANGING_ID
                     call_id = None
             elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, index)
                 cs.by_index[index] = slot
@@ -1365,12 +1397,15 @@ Reassemble the tool calls of one streamed response.
         slot.quirks |= quirks
         return slot
 
-    cdef _Slot _new_slot(self, _ChoiceState cs, object choice):
+    cdef _Slot _new_slot(self, _ChoiceState cs, object choice, object name):
         cdef _Slot slot
         if len(self._slots) >= self._max_calls:
             self._cap("calls")
             return None
         slot = _Slot.__new__(_Slot)
+        if self._dropped and name is None:
+            # A call starting without its name after a dropped event: its start was in it. Keep none of it.
+            slot.over = _CUT_EVENT_BYTES
         slot.choice = choice
         slot.seq = len(self._slots)
         slot.position = cs.count

@@ -15,10 +15,11 @@ from orjson import loads as _loads
 from ._formats import dispatch as _dispatch
 from ._wire import framing as _framing
 from ._formats import openai_chat as _openai_chat
+from ._formats import gemini as _gemini
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, parses,
                         raise_first_error)
-from ._limits import (CUT_CALL_BYTES, CUT_STREAM_BYTES, Limits, as_numbers, call_cut, event_dropped, line_dropped,
+from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, Limits, as_numbers, call_cut, event_dropped, line_dropped,
                       stream_full, too_many)
 from ._formats.recognition import unrecognised
 from ._results import Result, ToolCall
@@ -84,6 +85,8 @@ class Accumulator:
         self._state.event_limit = self._max_event
         self._kept = 0            # argument and text bytes held, against Limits.stream_bytes
         self._full = False        # Limits.stream_bytes was reached
+        # An event was dropped (Limits.event_bytes): no text is kept after it, nor a call that starts without its name.
+        self._dropped = False
         self._capped: set[str] = set()  # the limits on calls and choices already reported
         self._nchoices = 0        # choices met, by their calls or their texts, against Limits.choices
         self._slots: list[_Slot] = []
@@ -298,6 +301,22 @@ class Accumulator:
         self._data.clear()
         self._data_size = 0
         self._dropping = True
+        self.cut_open()
+
+    def cut_open(self) -> None:
+        """Cut every call still open and every text: the event just dropped may have held a piece of them."""
+        for slot in self._slots:
+            if slot.call is None and not slot.over:
+                slot.over = CUT_EVENT_BYTES
+                slot.pending = 0  # a surrogate pending at the cut is cut with it
+        for choice, call_id, name in _gemini.take_open(self._state):  # Vertex AI calls built from partialArgs
+            self._wholes -= 1
+            slot = self._route(choice, self._wholes, call_id, name)
+            if slot is not None:
+                slot.over = CUT_EVENT_BYTES
+        self._dropped = True
+        for texts in self._texts.values():
+            texts[3:] = [0, 0, 0, True, True, True]
 
     def _skip_dropped_line(self, data: bytes) -> bytes:
         """Return what follows the end of the line being skipped (nothing while it goes on)."""
@@ -565,19 +584,19 @@ class Accumulator:
             slot = cs.latest
             if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
                     name is not None and slot.name is not None and name != slot.name and slot.nfrags):
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, None)
         else:
             slot = cs.by_index.get(index)
             if slot is None:
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, None)
                 cs.by_index[index] = slot
             elif call_id is not None and slot.id is not None and call_id != slot.id:
                 if name is not None or _complete(slot):
-                    slot = self._new_slot(cs, choice)
+                    slot = self._new_slot(cs, choice, name)
                     if slot is None:
                         return _refused(cs, index)
                     cs.by_index[index] = slot
@@ -586,7 +605,7 @@ class Accumulator:
                     quirks |= Q_CHANGING_ID
                     call_id = None
             elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
-                slot = self._new_slot(cs, choice)
+                slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, index)
                 cs.by_index[index] = slot
@@ -607,11 +626,14 @@ class Accumulator:
         slot.quirks |= quirks
         return slot
 
-    def _new_slot(self, cs: _ChoiceState, choice: int) -> _Slot | None:
+    def _new_slot(self, cs: _ChoiceState, choice: int, name: str | None) -> _Slot | None:
         if len(self._slots) >= self._max_calls:
             self._cap("calls")
             return None
         slot = _Slot(choice, len(self._slots), cs.count)
+        if self._dropped and name is None:
+            # A call starting without its name after a dropped event: its start was in it. Keep none of it.
+            slot.over = CUT_EVENT_BYTES
         cs.count += 1
         self._slots.append(slot)
         return slot
@@ -697,9 +719,10 @@ class Accumulator:
             if not self._choice_fits(choice):
                 return
             # content, reasoning, refusal; a high surrogate pending in each; whether each was cut
-            texts = self._texts[choice] = [None, None, None, 0, 0, 0, False, False, False]
+            cut = self._dropped
+            texts = self._texts[choice] = [None, None, None, 0, 0, 0, cut, cut, cut]
         if texts[6 + which]:
-            return  # cut at Limits.stream_bytes: text after the cut would leave a hole
+            return  # cut at Limits.stream_bytes or event_bytes: text after the cut would leave a hole
         buf = texts[which]
         if buf is None:
             buf = texts[which] = bytearray()

@@ -11,7 +11,8 @@ UNLIMITED = 1 << 62  # what None becomes inside the accumulators: a number no st
 # Why a call was cut (_Slot.over in both twins): 0, not cut.
 CUT_CALL_BYTES = 1
 CUT_STREAM_BYTES = 2
-CUT_LIMITS = {CUT_CALL_BYTES: "call_bytes", CUT_STREAM_BYTES: "stream_bytes"}
+CUT_EVENT_BYTES = 3  # an event dropped for its size may have held a piece of the call
+CUT_LIMITS = {CUT_CALL_BYTES: "call_bytes", CUT_STREAM_BYTES: "stream_bytes", CUT_EVENT_BYTES: "event_bytes"}
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,9 @@ class Limits:
     choices: int | None = 128
     """Choices in one stream; further choices are dropped."""
     event_bytes: int | None = 64 * MiB
-    """Bytes of one SSE line or event, NDJSON line or event-stream message; a longer one is dropped
-    as it arrives, never held."""
+    """Bytes of one SSE line or event, NDJSON line, event-stream message or JSON-array element; a longer
+    one is dropped as it arrives, never held, and every call still open and every text is cut there
+    (the event may have held a piece of them)."""
     errors: int | None = 1000
     """Stream errors kept in Result.errors; further ones are only counted, and one last error of
     kind "limit" says how many were not kept (and where the first of them was)."""
@@ -76,12 +78,15 @@ def describe(name: str, value: int) -> str:
 
 
 def line_dropped(state: Any, limit: int, offset: int, what: str = "line") -> None:
-    """Record that an over-long line (or event-stream message) was dropped."""
+    """Record that an over-long line (or event-stream message) was dropped.
+
+    The accumulator's cut_open() follows, for a line of a stream: it may have held a piece of a call or text.
+    """
     state.error("limit", f"{describe('event_bytes', limit)} exceeded by a {what}; the {what} is dropped", offset)
 
 
 def event_dropped(state: Any, limit: int, offset: int) -> None:
-    """Record that an over-long event (its data lines together) was dropped."""
+    """Record that an over-long event (its data lines together) was dropped; cut_open() follows."""
     state.error("limit", f"{describe('event_bytes', limit)} exceeded by an event; the event is dropped", offset)
 
 

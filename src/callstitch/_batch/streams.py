@@ -18,6 +18,8 @@ from .task import Task
 
 
 CONTENT = re.compile(rb"[^ \t\r\n]")
+# Of a file with no stream (empty, or only blank lines): the first bytes, for the library to say what it is.
+BLANK_KEPT = 4096
 
 
 def _split_spec(task: Task, reader: Any) -> tuple[str, str, bytes]:
@@ -63,7 +65,7 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         ends: Any = _Halts(head, acc_format, out.limits)
     else:
         ends = _Cuts(head, splitter, acc_format, out.limits)
-    _streams(reads, start, ends, splitter, acc_format, out)
+    _streams(reads, start, ends, splitter, acc_format, out, not task.start and task.end is None)
 
 
 def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int:
@@ -225,9 +227,14 @@ class _Halts:
         return p + used, True
 
 
-def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, out: Collector) -> None:
-    """Feed the bytes from reads to one Accumulator per response, each ended where ends finds its end."""
+def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, out: Collector,
+             whole: bool = False) -> None:
+    """Feed the bytes from reads to one Accumulator per response, each ended where ends finds its end.
+
+    whole: the bytes are a whole source (no byte range of one), so one that held no stream is reported.
+    """
     content = CONTENT.search
+    blank = bytearray()  # the first blank bytes, while no response has begun
     stream = 0
     acc = None
     acc_start = 0     # source offset of the response's first byte
@@ -254,6 +261,8 @@ def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, 
             if fresh:
                 m = content(buf, p, safe)
                 if m is None:
+                    if not stream and len(blank) < BLANK_KEPT:
+                        blank += buf[p:min(safe, p + BLANK_KEPT - len(blank))]
                     break  # only blank lines are left
                 p = m.start()
                 acc = ends.start()
@@ -271,4 +280,15 @@ def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, 
                                 fmt)
             break
         base += safe
+    if whole and not stream and not out.errors:
+        _no_stream(out, ends, blank)
     out.span = stream
+
+
+def _no_stream(out: Collector, ends: Any, blank: bytearray) -> None:
+    """Report a source that held no stream (empty, or only blank lines) in the library's words for such a body."""
+    acc = ends.start()
+    if blank:
+        acc.feed(blank)
+    for error in acc.finalize().errors:  # "not a stream": the source, not a stream of it
+        out.problem(None, error.offset, error.kind, error.detail)

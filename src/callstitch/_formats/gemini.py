@@ -153,6 +153,16 @@ def close_open(acc: Any, state: Any, choice: int) -> None:
         _emit(acc, choice, building.id, building.name, building.text())
 
 
+def take_open(state: Any) -> list[tuple[int, str | None, str]]:
+    """Forget the calls whose arguments are being streamed; return each one's (choice, id, name).
+
+    For an accumulator cutting what an event over Limits.event_bytes may have held a piece of:
+    the call is kept cut, with none of its arguments (they were only being assembled here).
+    """
+    open_calls = state.notes.pop("open", None)
+    return [] if not open_calls else [(choice, b.id, b.name) for choice, b in open_calls.items()]
+
+
 def finish_choice(acc: Any, state: Any, choice: int, reason: str) -> None:
     """A candidate's finishReason: its open call is complete, and so are all its calls."""
     close_open(acc, state, choice)

@@ -55,6 +55,13 @@ class EventSink(Sink, Protocol):
     def event(self, event: str | None, data: bytes, offset: int) -> None:
         """Handle one framed event: its name (SSE event, event-stream type) or None, its payload, its byte offset."""
 
+    def cut_open(self) -> None:
+        """Cut every call still open and every text, after dropping an event over Limits.event_bytes.
+
+        The dropped event may have held a piece of any of them: each call not yet handed over reads
+        as truncated and keeps nothing more, and no text keeps anything more (cut, never holed).
+        """
+
 
 class Halting(Protocol):
     """What the batch layer asks of an accumulator that reads one stream out of back-to-back ones."""

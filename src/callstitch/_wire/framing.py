@@ -128,6 +128,7 @@ class NDJSONFramer:
         self._held_size += len(piece)
         if self._held_size > self._state.event_limit:
             line_dropped(self._state, self._state.event_limit, self._offset)
+            self._acc.cut_open()
             self._offset += self._held_size
             self._held, self._held_size = [], 0
             self._skipping = True
@@ -135,6 +136,7 @@ class NDJSONFramer:
     def _line(self, line: bytes, pos: int) -> None:
         if len(line) > self._state.event_limit:
             line_dropped(self._state, self._state.event_limit, pos)
+            self._acc.cut_open()
         elif line.strip(_WHITESPACE):
             self._acc.event(None, line, pos)
 
@@ -276,6 +278,7 @@ class JSONArrayFramer:
         limit = self._state.event_limit
         if self._size > limit:
             line_dropped(self._state, limit, self._start, "array element")
+            self._acc.cut_open()
             self._dropping = True
             self._element = bytearray()
             return
@@ -343,6 +346,7 @@ class EventStreamFramer:
                 if total > self._state.event_limit:
                     # A message over Limits.event_bytes is dropped as it arrives, never held.
                     line_dropped(self._state, self._state.event_limit, self._offset + pos, "message")
+                    self._acc.cut_open()
                     if size - pos < total:
                         self._drop = total - (size - pos)
                         pos = size

@@ -1,0 +1,204 @@
+"""Limits.event_bytes cuts, never holes (issue 18): both twins, every format and framing.
+
+An event dropped for its size may have held a piece of any call still open, or of a text. So on
+any drop every call still open is cut (it reads as truncated, naming Limits.event_bytes, its raw
+text as kept before the drop) and keeps nothing more, and every text keeps nothing more. A call
+handed over before the drop stays whole; a call that starts after it is whole. Before the fix the
+open call took the pieces after the drop and came out holed: wrong arguments, or none, with no
+error of its own.
+
+Each stream here is cut into its events and one event over the limit is put in at every place
+between them in turn; what the result must be is worked out from the same stream without it:
+fed up to that place, which calls were handed over, which were open, and the texts so far.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from _cutcheck import is_cut
+from _formats import CALLS, build, es_event
+from _streams import DONE, chunk, dumps, finish, text_delta, tool_delta
+
+from callstitch import Limits
+
+TEXT = "Hello there: a text sent in pieces."
+
+
+def _chat_body() -> bytes:
+    out = [chunk([text_delta(content=TEXT[k:k + 9])]) for k in range(0, len(TEXT), 9)]
+    for i, call in enumerate(CALLS[:2]):
+        out.append(chunk([tool_delta(i, id=call.id, name=call.name, arguments="")]))
+        out += [chunk([tool_delta(i, arguments=piece)]) for piece in call.pieces()]
+    out += [chunk([finish("tool_calls")]), DONE]
+    return b"".join(out)
+
+
+def _sse_events(body: bytes) -> list[bytes]:
+    events = re.findall(rb".*?(?:\r\n\r\n|\n\n)", body, re.S)
+    assert b"".join(events) == body
+    return events
+
+
+def _lines(body: bytes) -> list[bytes]:
+    return body.splitlines(keepends=True)
+
+
+def _messages(body: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(body):
+        total = int.from_bytes(body[pos:pos + 4], "big")
+        out.append(body[pos:pos + total])
+        pos += total
+    return out
+
+
+def _array_elements(sse_body: bytes) -> list[bytes]:
+    return [e.strip()[len(b"data: "):] for e in _sse_events(sse_body)]
+
+
+def _join_array(elements: list[bytes]) -> bytes:
+    return b"[" + b"\r\n,\r\n".join(elements) + b"\r\n]"
+
+
+def _capture(name: str) -> bytes:
+    return (Path(__file__).parent / "fixtures" / "captures" / name).read_bytes()
+
+
+def _pad(n: int) -> bytes:
+    return dumps({"pad": "x" * n})
+
+
+# name -> (format, the stream's events, how events are joined into a body, the event over the limit)
+def _variants() -> dict:
+    sse_line = lambda n: b"data: " + _pad(n) + b"\n\n"  # noqa: E731
+    # An event whose data lines each fit but together do not: dropped as an event, not as a line.
+    sse_lines = lambda n: b"data: " + _pad(n // 2) + b"\ndata: " + _pad(n // 2) + b"\n\n"  # noqa: E731
+    streamed = dict(text=TEXT, reasoning="Let me think this over.")
+    whole = dict(text=TEXT, reasoning="Let me think this over.")
+    return {
+        "openai-chat": ("openai-chat", _sse_events(_chat_body()), b"".join, sse_line),
+        "openai-chat-lines": ("openai-chat", _sse_events(_chat_body()), b"".join, sse_lines),
+        "openai-responses": ("openai-responses", _sse_events(build("openai-responses", CALLS[:2], **streamed)),
+                             b"".join, sse_line),
+        "anthropic": ("anthropic", _sse_events(build("anthropic", CALLS[:2], **streamed)), b"".join, sse_lines),
+        "gemini-sse": ("gemini", _sse_events(build("gemini", CALLS[:2], **whole)), b"".join, sse_line),
+        "gemini-array": ("gemini", _array_elements(build("gemini", CALLS[:2], **whole)), _join_array, _pad),
+        "bedrock-eventstream": ("bedrock", _messages(build("bedrock-eventstream", CALLS[:2], **streamed)), b"".join,
+                                lambda n: es_event("contentBlockDelta", {"pad": "x" * n})),
+        "bedrock-sse": ("bedrock", _sse_events(build("bedrock-sse", CALLS[:2], **streamed)), b"".join, sse_line),
+        "cohere": ("cohere", _sse_events(build("cohere", CALLS[:2], **streamed)), b"".join, sse_line),
+        "ollama": ("ollama", _lines(build("ollama", CALLS[:2], **whole)), b"".join, lambda n: _pad(n) + b"\n"),
+        # Vertex AI's partialArgs: a call's arguments assembled by the Gemini adapter, not in a slot.
+        "vertex-partial-args": ("gemini", _sse_events(_capture("vertex__vercel-ai__partialargs-sequential-two-calls.sse")),
+                                b"".join, sse_line),
+    }
+
+
+VARIANTS = _variants()
+
+
+def _case(variant: str, at: int):
+    """Return (format, limits, body with the big event put in before event at, the big event, the events)."""
+    fmt, events, join, big = VARIANTS[variant]
+    limit = max(map(len, events)) + 16
+    dropped = big(limit + 64)
+    body = join(events[:at] + [dropped] + events[at:])
+    return fmt, Limits(event_bytes=limit), body, dropped, events
+
+
+def _texts(result) -> dict:
+    return {c.index: (c.text, c.reasoning, c.refusal) for c in result.choices
+            if (c.text, c.reasoning, c.refusal) != (None, None, None)}
+
+
+def _check(impl, variant: str, at: int, limited) -> None:
+    fmt, _limits, body, dropped, events = _case(variant, at)
+    join = VARIANTS[variant][2]
+    full = impl.reassemble(join(events), format=fmt)
+    # The same stream fed up to the drop: what was handed over, what was still open, the texts so far.
+    before = impl.Accumulator(format=fmt, limits=None)
+    prefix = body[:body.index(dropped)]  # every event before it is whole there (an array element too)
+    handed = {(c.choice, c.index) for c in before.feed(prefix)}
+    so_far = before.finalize()
+    open_at_drop = {(c.choice, c.index): c for c in so_far.tool_calls if (c.choice, c.index) not in handed}
+
+    limit_errors = [e for e in limited.errors if e.kind == "limit"]
+    assert [e.offset for e in limit_errors] == [body.index(dropped)]
+    assert "Limits.event_bytes" in limit_errors[0].detail
+    assert len(limited.tool_calls) == len(full.tool_calls)
+    for got, want in zip(limited.tool_calls, full.tool_calls):
+        key = (want.choice, want.index)
+        assert (got.choice, got.index, got.id, got.name) == (*key, want.id, want.name)
+        if key in open_at_drop:
+            assert is_cut(got), got
+            assert got.error.kind == "truncated" and "Limits.event_bytes" in got.error.detail
+            # As kept up to the drop; partialArgs are assembled by the adapter, not kept: none is.
+            kept = "" if variant == "vertex-partial-args" else open_at_drop[key].raw_arguments
+            assert got.raw_arguments == kept
+        else:  # handed over before the drop, or started after it: whole
+            assert got == want and got.arguments == want.arguments and got.error is None
+    # Texts keep what came before the drop, nothing after (cut, never holed).
+    assert _texts(limited) == _texts(so_far)
+
+
+def _places(variant: str) -> list[int]:
+    return list(range(len(VARIANTS[variant][1]) + 1))
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_dropped_event_cuts_what_is_open_wherever_it_comes(impl, variant):
+    for at in _places(variant):
+        fmt, limits, body, _dropped, _events = _case(variant, at)
+        _check(impl, variant, at, impl.reassemble(body, format=fmt, limits=limits))
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_dropped_event_cuts_the_same_fed_byte_by_byte(impl, variant):
+    at = len(VARIANTS[variant][1]) // 2  # mid-stream: a call or a text is open there
+    fmt, limits, body, _dropped, _events = _case(variant, at)
+    whole = impl.reassemble(body, format=fmt, limits=limits)
+    acc = impl.Accumulator(format=fmt, limits=limits)
+    for k in range(len(body)):
+        acc.feed(body[k:k + 1])
+    assert acc.finalize() == whole
+    _check(impl, variant, at, whole)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_twins_agree_on_every_drop(both, variant):
+    c, py = both
+    for at in _places(variant):
+        fmt, limits, body, _dropped, _events = _case(variant, at)
+        assert c.reassemble(body, format=fmt, limits=limits) == py.reassemble(body, format=fmt, limits=limits)
+
+
+def test_something_is_cut_somewhere_in_every_variant(impl):
+    # The tests above would pass on a stream where no drop cuts anything: each variant has places where one does.
+    for variant in VARIANTS:
+        cuts = 0
+        for at in _places(variant):
+            fmt, limits, body, _dropped, events = _case(variant, at)
+            result = impl.reassemble(body, format=fmt, limits=limits)
+            cuts += sum(map(is_cut, result.tool_calls)) + (_texts(result) != _texts(impl.reassemble(
+                VARIANTS[variant][2](events), format=fmt)))
+        assert cuts, variant
+
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_dropped_event_cuts_the_same_split_in_two_anywhere_in_it(impl, variant):
+    # Every drop path of the framers: the event whole in one read, its start held from an earlier
+    # read, the read ending inside it or right at its line end.
+    at = len(VARIANTS[variant][1]) // 2
+    fmt, limits, body, dropped, _events = _case(variant, at)
+    whole = impl.reassemble(body, format=fmt, limits=limits)
+    start = body.index(dropped)
+    for k in range(max(0, start - 3), min(len(body), start + len(dropped) + 3)):
+        acc = impl.Accumulator(format=fmt, limits=limits)
+        acc.feed(body[:k])
+        acc.feed(body[k:])
+        assert acc.finalize() == whole, k
