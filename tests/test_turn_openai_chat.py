@@ -359,3 +359,23 @@ def test_the_message_goes_back_through_the_sdk_unchanged(impl, path):
         signature = message["tool_calls"][0]["extra_content"]["google"]["thought_signature"]
         assert signature == SIGNATURE
         assert json.dumps(SIGNATURE).encode() in seen[0] or SIGNATURE.encode() in seen[0]
+
+
+def test_extras_on_a_chunk_that_only_continues_a_call_are_kept(impl):
+    # The commonest chunk (one call's next argument piece) takes a short way in both twins; with
+    # anything the turn keeps it must take the long one.
+    first = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{\"a\""}}
+    lp = {"content": [{"token": "x", "logprob": -1.0, "bytes": [120], "top_logprobs": []}], "refusal": None}
+    body = sse(chunk_obj([choice_obj({"tool_calls": [first]})]),
+               chunk_obj([choice_obj({"tool_calls": [{"index": 0, "function": {"arguments": ":"}}]})],
+                         x_extra={"usage": {"queue_time": 0.5}}),
+               chunk_obj([choice_obj({"tool_calls": [{"index": 0, "function": {"arguments": "1"}}]}, logprobs=lp)]),
+               chunk_obj([choice_obj({"tool_calls": [{"index": 0, "function": {"arguments": "}", "x": "y"}}]})],
+                         service_tier="flex"),
+               chunk_obj([choice_obj({}, finish_reason="tool_calls")]))
+    got = impl.reassemble(body).to_response()
+    assert got["x_extra"] == {"usage": {"queue_time": 0.5}}
+    assert got["service_tier"] == "flex"
+    choice = got["choices"][0]
+    assert choice["logprobs"]["content"][0]["token"] == "x"
+    assert choice["message"]["tool_calls"][0]["function"] == {"name": "f", "arguments": "{\"a\":1}", "x": "y"}

@@ -200,6 +200,29 @@ def _handle_custom(acc: Any, state: Any, number: int, index: Any, call_id: Any, 
     acc.custom_fragment(number, index, call_id, name, text)
 
 
+_TOP_QUIET = frozenset(("id", "object", "created", "model", "system_fingerprint", "service_tier", "choices",
+                        "usage", "error", "obfuscation"))
+
+
+def nothing_for_the_turn(turn: ChatTurn | None, chunk: dict, choice: dict, call: dict, function: dict) -> bool:
+    """Tell whether a one-call chunk carries nothing the turn keeps (the pure twin's inline path asks).
+
+    The twin of the compiled reader's rule (chat.h): no key callstitch has never heard of, no
+    logprobs, no envelope field the turn does not know yet.
+    """
+    if not (_TOP_QUIET.issuperset(chunk) and CHOICE_KNOWN.issuperset(choice) and CALL_KNOWN.issuperset(call)
+            and FUNCTION_KNOWN.issuperset(function)) or choice.get("logprobs") is not None:
+        return False
+    if chunk.get("object") == "":
+        return False
+    have = turn.have if turn is not None else 0
+    if have != 31:
+        for key, bit in ENVELOPE.items():
+            if not have & bit and chunk.get(key) is not None:
+                return False
+    return True
+
+
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one parsed event (the adapter interface)."""
     handle_chunk(acc, state, obj, offset)
