@@ -47,7 +47,9 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "batch": "callstitch.reassemble_many(",
            "listing": "-> Result",
            "spark": "from callstitch.spark import reassemble",
-           "turn-openai-chat": "messages.append(result.to_message())"}
+           "turn-openai-chat": "# a chat.completion dict",
+           "turn-anthropic": "messages.append(result.to_message())               # thinking",
+           "gemini-turn": "contents.append(result.to_message())"}  # run by tests/test_turn_gemini.py
 
 
 def _capture(name: str, ext: str = ".sse") -> bytes:
@@ -140,6 +142,53 @@ def test_turn_openai_chat(on_twin):
     assistant, *results = names["messages"][1:]
     assert [c["id"] for c in assistant["tool_calls"]] == [c["id"] for c in _expected(PARALLEL)]
     assert [r["tool_call_id"] for r in results] == [c["id"] for c in _expected(PARALLEL)]
+
+
+class _Messages(http.server.BaseHTTPRequestHandler):
+    """The Messages API: a recorded stream for a streamed request, a Message for the next; each body kept."""
+
+    stream = b""
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 - the handler's name
+        request = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        self.received.append(request)
+        body = self.stream if request.get("stream") else json.dumps({
+            "id": "msg_2", "type": "message", "role": "assistant", "model": request["model"], "stop_reason": "end_turn",
+            "stop_sequence": None, "content": [{"type": "text", "text": "18 °C."}],
+            "usage": {"input_tokens": 9, "output_tokens": 4}}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream" if request.get("stream") else "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_turn_anthropic(on_twin, monkeypatch):
+    anthropic = pytest.importorskip("anthropic")
+    name = "anthropic__anthropic-sdk-python__text-then-tool"
+    _Messages.stream, _Messages.received = _capture(name), []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Messages)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    logged = []
+    try:
+        # anthropic.Anthropic() in the example: the client of the fake API
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+        names = {"tools": [{"name": "get_weather", "input_schema": {"type": "object"}}], "log": logged.append,
+                 "run": lambda call: f"18 °C in {call.arguments['location']}"}
+        exec(_block(MARKERS["turn-anthropic"]), names)
+    finally:
+        server.shutdown()
+        thread.join()
+    assert logged[0]["content"][1]["input"] == {"location": "Paris"} and logged[0]["stop_reason"] == "tool_use"
+    history = _Messages.received[1]["messages"]
+    assert history[1] == names["result"].to_message() and history[2]["content"][0]["content"] == "18 °C in Paris"
+    assert names["reply"].content[0].text == "18 °C."
 
 
 def test_formats(on_twin):

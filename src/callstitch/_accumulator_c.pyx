@@ -209,6 +209,14 @@ Reassemble the tool calls of one streamed response.
     cdef bint _seen  # state.recognised, as last read: until then every event takes the general path
     cdef bint _fed  # a byte has been fed (an empty body is reported as one)
     cdef cs_val _vals[12]
+    # The Gemini fast path's hold on state.turn (_c/fast_gemini.pxi): the record, its log, the log's
+    # length after this path last wrote to it (longer: the general path logged since, and the two
+    # notes below no longer hold), the last envelope it logged, the open text run it last logged.
+    cdef object _gem_turn
+    cdef list _gem_log
+    cdef Py_ssize_t _gem_logged
+    cdef bytes _gem_env
+    cdef long long _gem_run
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
     cdef bytes _item_key
     cdef _Slot _item_slot
@@ -247,6 +255,9 @@ Reassemble the tool calls of one streamed response.
     cdef int64_t _cache_choice
     cdef int64_t _cache_index
     cdef Py_ssize_t _wholes  # calls that arrived whole as text: each is keyed -1, -2, … (no protocol index is)
+    # Anthropic: the index of the block whose text (0) and thinking (1) deltas the fast path may take, or -1;
+    # set only when the block starts on the fast path, cleared by any event that takes another way
+    cdef int64_t _anth_open[2]
 
     def __cinit__(self):
         self._data = NULL
@@ -259,6 +270,7 @@ Reassemble the tool calls of one streamed response.
         self._state.event_limit = self._max_event
         self._halted_at = -1
         self._es_skipped = -1
+        self._anth_open[0] = self._anth_open[1] = -1
         self._fast = format == "openai-chat"
         self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
         self._auto = format == "auto"
@@ -855,6 +867,7 @@ Reassemble the tool calls of one streamed response.
                 self._state.recognised = True
             return 0
         _paths[PATH_GENERAL] += 1
+        self._anth_open[0] = self._anth_open[1] = -1  # the turn's open blocks may change: ask it again
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset)
         if self._halting:
@@ -1216,6 +1229,7 @@ Reassemble the tool calls of one streamed response.
         """
         if self._result is not None:
             raise finalized("feed_chunk")
+        self._anth_open[0] = self._anth_open[1] = -1
         _handle_object(self, self._state, obj)
         if self._halting:
             self._ended_seen = self._state.ended

@@ -16,59 +16,111 @@ cdef int _anthropic_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
         return 0
     if _is(&v[2], "input_json_delta", 16) and v[3].kind == CS_T_STR:
         return acc._append_known(v[1].i, &v[3])
-    if _is(&v[2], "text_delta", 10) and v[4].kind == CS_T_STR:
+    # Text and thinking in place only for the block whose text is arriving (the turn's open block,
+    # as this path last saw it start): a delta for any other block changes the turn's spans.
+    if _is(&v[2], "text_delta", 10) and v[4].kind == CS_T_STR and v[1].i == acc._anth_open[0]:
         span = _span(&v[4])
         acc._text_span(0, 0, &span)
         return 1
-    if _is(&v[2], "thinking_delta", 14) and v[5].kind == CS_T_STR:
+    if _is(&v[2], "thinking_delta", 14) and v[5].kind == CS_T_STR and v[1].i == acc._anth_open[1]:
         span = _span(&v[5])
         acc._text_span(0, 1, &span)
         return 1
     if not (_is(&v[2], "input_json_delta", 16) or _is(&v[2], "text_delta", 10)
-            or _is(&v[2], "thinking_delta", 14)):
-        return 1  # signature, citations …: the adapter lets them pass
+            or _is(&v[2], "thinking_delta", 14) or _is(&v[2], "signature_delta", 15)
+            or _is(&v[2], "citations_delta", 15)):
+        return 1  # a delta type the adapter (and the SDK) lets pass
     return 0
 
 
 cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply a block start or stop, or a message start, delta or stop, as _anthropic.handle does; 0: the general way."""
     cdef cs_val *v = acc._vals
-    cdef cs_span span
-    cdef int which
+    cdef int64_t index
     if not cs_extract(data, n, _ANTHROPIC_OTHER, 12, v) or v[0].kind != CS_T_STR or v[0].has_esc:
         return 0
     state = acc._state
     if _is(&v[0], "content_block_stop", 18):
         if v[1].kind != CS_T_INT:
             return 0
-        _anthropic.stop_block(acc, state, v[1].i)
+        index = v[1].i
+        _anthropic_turn(state).log.append((index, _anthropic_text_len(acc, 0), _anthropic_text_len(acc, 1)))
+        _anthropic.stop_block(acc, state, index)
+        if acc._anth_open[0] == index:
+            acc._anth_open[0] = -1
+        if acc._anth_open[1] == index:
+            acc._anth_open[1] = -1
         return 1
     if _is(&v[0], "content_block_start", 19):
         if v[1].kind != CS_T_INT or not _is_object(&v[2]) or v[3].has_esc:
             return 0
-        if _is(&v[3], "tool_use", 8):
-            _anthropic.start_tool(acc, state, v[1].i, _value(&v[4]), _value(&v[5]), _value(&v[6]))
-        elif _is(&v[3], "text", 4) or _is(&v[3], "thinking", 8):
-            which = 0 if v[3].n == 4 else 1
-            if v[7 + which].kind == CS_T_STR:
-                if v[7 + which].n:
-                    span = _span(&v[7 + which])
-                    acc._text_span(0, which, &span)
-            elif not (v[7 + which].kind & (CS_T_ABSENT | CS_T_NULL)):
-                return 0  # text that is not a string: the adapter reports it
-        return 1
+        return _anthropic_start(acc, state, v[1].i, data, n)
     if _is(&v[0], "message_delta", 13):
         if v[9].kind == CS_T_STR:
             state.finish(0, _span_str_v(&v[9]))
+        # The turn reads the delta from the event's text when it is asked for (a non-object delta then reads as none)
+        turn = _anthropic_turn(state)
+        raw = PyBytes_FromStringAndSize(<const char *>data, n)
+        if turn.deltas is None:
+            turn.deltas = [raw]
+        else:
+            turn.deltas.append(raw)
         if _is_object(&v[10]):
             _anthropic.merge_usage(state, _value(&v[10]))
         return 1
     if _is(&v[0], "message_start", 13):
-        if _is_object(&v[11]):
-            _anthropic.merge_usage(state, _value(&v[11]))
+        _anthropic.message_start(state, _value(&v[11]))
         return 1
     if _is(&v[0], "message_stop", 12):
         state.complete = True
         acc._complete_all()
         return 1
     return 0
+
+
+cdef int _anthropic_start(Accumulator acc, object state, int64_t index, const unsigned char *data,
+                          Py_ssize_t n) except -1:
+    """Apply a content_block_start as _anthropic.start_block does; 0: the general way.
+
+    The turn keeps the block's start object as its event's JSON text (parsed when the turn is read).
+    """
+    cdef cs_val *v = acc._vals
+    cdef cs_span span
+    cdef int which = -1
+    if _is(&v[3], "text", 4):
+        which = 0
+    elif _is(&v[3], "thinking", 8):
+        which = 1
+    if which >= 0 and not (v[7 + which].kind & (CS_T_STR | CS_T_ABSENT | CS_T_NULL)):
+        return 0  # text that is not a string: the adapter reports it
+    _anthropic_turn(state).log.append((index, PyBytes_FromStringAndSize(<const char *>data, n), which,
+                                       _anthropic_text_len(acc, which) if which >= 0 else 0))
+    # The block at index is a new one: deltas at index are its, and of its kind only.
+    if acc._anth_open[0] == index:
+        acc._anth_open[0] = -1
+    if acc._anth_open[1] == index:
+        acc._anth_open[1] = -1
+    if which >= 0:
+        acc._anth_open[which] = index
+        if v[7 + which].kind == CS_T_STR and v[7 + which].n:
+            span = _span(&v[7 + which])
+            acc._text_span(0, which, &span)
+    elif _is(&v[3], "tool_use", 8):
+        _anthropic.start_tool(acc, state, index, _value(&v[4]), _value(&v[5]), _value(&v[6]))
+    return 1
+
+
+cdef Py_ssize_t _anthropic_text_len(Accumulator acc, int which) except -1:
+    """Return acc.text_length(0, which) without a Python call."""
+    cdef list texts = acc._texts.get(0)
+    if texts is None or texts[which] is None:
+        return 0
+    return len((<_Text>texts[which]).buf)
+
+
+cdef object _anthropic_turn(object state):
+    """Return the stream's turn record (_anthropic.turn_of), made on first use."""
+    turn = state.turn
+    if turn is None:
+        turn = _anthropic.turn_of(state)
+    return turn

@@ -1,5 +1,16 @@
 # Included by _accumulator_c.pyx after the Accumulator class: the Gemini fast path, module-level
-# functions taking the accumulator first; each does exactly what the adapter does with those events.
+# functions taking the accumulator first; each does exactly what the adapter does with those events,
+# the turn's record (_turns/gemini.py) included.
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_SIZE
+
+from ._turns.gemini import CALL as _CALL, ENVELOPE as _ENVELOPE, RUN as _RUN, GeminiTurn
+
+cdef enum:
+    _G_RUN = 0  # _turns.gemini.RUN and CALL, as C constants
+    _G_CALL = 1
+assert (_RUN, _CALL) == (_G_RUN, _G_CALL)
 
 
 cdef int _gemini_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
@@ -18,14 +29,15 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     applied, so a chunk is taken whole here or not at all.
     """
     cdef cs_val *v = acc._vals
-    cdef cs_val parts[16][8]
+    cdef cs_val parts[16][9]
     cdef cs_val entries[16][8]
     cdef const unsigned char *part_at[16]
     cdef Py_ssize_t part_len[16]
     cdef const unsigned char *entry_at[16]
     cdef Py_ssize_t entry_len[16]
     cdef int part_entries[16]
-    cdef int nparts = 0, nentries = 0, k, j, m, first
+    cdef int nparts = 0, nentries = 0, k, j, m, first, which
+    cdef long long run
     cdef cs_val *part
     cdef cs_span span
     if not cs_extract(data, n, _GEMINI, 8, v) or not (v[5].kind & (CS_T_ABSENT | CS_T_NULL)) \
@@ -47,7 +59,8 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
         part_entries[k] = 0
         if part_at[k][0] != b'{':
             continue  # not an object: the adapter skips it
-        if not cs_extract(part_at[k], part_len[k], _GEMINI_PART, 8, parts[k]):
+        if not cs_extract(part_at[k], part_len[k], _GEMINI_PART, 9, parts[k]) or not _gemini_turn_part(parts[k],
+                                                                                                  part_at[k], part_len[k]):
             return 0
         if parts[k][7].kind == CS_T_ARRAY and parts[k][7].i:
             m = cs_items(parts[k][7].p, parts[k][7].n, entry_at + nentries, entry_len + nentries, 16 - nentries)
@@ -60,17 +73,26 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
                     return 0
             part_entries[k] = m
             nentries += m
+    turn = _gemini_envelope(acc, data, n, &v[3], &v[4])
     choice = v[1].i if v[1].kind == CS_T_INT else 0
     first = 0
     for k in range(nparts):
         if part_at[k][0] == b'{':
             part = parts[k]
             if _is_object(&part[2]):
-                _gemini_call(acc, choice, part, entries[first], entry_at + first, entry_len + first,
-                                  part_entries[k])
-            elif part[0].kind == CS_T_STR and part[0].n:
-                span = _span(&part[0])
-                acc._text_span(choice, 1 if _is_true(&part[1]) else 0, &span)
+                _gemini_call(acc, turn, choice, part, entries[first], entry_at + first, entry_len + first,
+                             part_entries[k])
+            elif part[0].n or part[8].kind == CS_T_STR:  # a text part (_gemini_turn_part checked it is)
+                which = 1 if _is_true(&part[1]) else 0
+                run = v[1].i if v[1].kind == CS_T_INT else 0
+                run = run * 2 + which if 0 <= run < (1 << 40) else -2  # -2: never the open run's
+                if part[8].kind == CS_T_STR:
+                    _gemini_log(acc, _G_RUN, choice, which, _span_str_v(&part[8]), -1)
+                elif acc._gem_run != run:
+                    _gemini_log(acc, _G_RUN, choice, which, None, run)
+                if part[0].n:
+                    span = _span(&part[0])
+                    acc._text_span(choice, which, &span)
         first += part_entries[k]
     if v[2].kind == CS_T_STR:
         _gemini.finish_choice(acc, acc._state, choice, _span_str_v(&v[2]))
@@ -82,7 +104,7 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
 cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply, in one pass, a chunk of one part with one partialArgs entry, a string; 0 when it is anything else."""
     cdef cs_val *v = acc._vals
-    cdef bint more
+    cdef bint more, going_on
     if (not cs_extract(data, n, _GEMINI_PIECE, 12, v) or not (v[4].kind & (CS_T_ABSENT | CS_T_NULL))
             or v[0].kind != CS_T_ARRAY or v[0].i != 1 or v[5].kind != CS_T_ARRAY or v[5].i != 1
             or not _is_object(&v[6]) or (v[7].kind == CS_T_STR and v[7].n) or v[8].kind != CS_T_ARRAY
@@ -91,13 +113,15 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
             or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))):
         return 0
     building = _gemini_open(acc, v[1].i if v[1].kind == CS_T_INT else 0)
-    if building is None:
-        return 0
+    if building is None or not _only_keys(v[5].p, v[5].n, &v[6], 1):
+        return 0  # (a part with more than its functionCall, a signature say: the turn keeps it the general way)
     text = _span_str_v(&v[9])
     more = _is_true(&v[11])
-    if more and text == building.open_text:
-        if not building.open_ok:
-            return 0  # nothing applied yet: the general way reports it
+    going_on = more and text == building.open_text
+    if going_on and not building.open_ok:
+        return 0  # nothing applied yet: the general way reports it
+    _gemini_envelope(acc, data, n, &v[5], &v[3])
+    if going_on:
         building.pieces.append(_span_str_v(&v[10]))  # what put() does with the next piece
     elif not building.put(text, "stringValue", _span_str_v(&v[10]), more):
         call = _loads((<const char *>v[6].p)[:v[6].n])
@@ -107,13 +131,14 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     return 1
 
 
-cdef int _gemini_call(Accumulator acc, object choice, cs_val *part, cs_val *entries, const unsigned char **entry_at,
-                      Py_ssize_t *entry_len, int count) except -1:
-    """Apply one functionCall part as _gemini._call does (entries: its partialArgs, count of them)."""
+cdef int _gemini_call(Accumulator acc, object turn, object choice, cs_val *part, cs_val *entries,
+                      const unsigned char **entry_at, Py_ssize_t *entry_len, int count) except -1:
+    """Apply one functionCall part as _gemini._call_part and _gemini._call do (entries: its partialArgs, count of them)."""
     cdef cs_val *call = &part[2]
     cdef int j
     state = acc._state
     if part[3].kind == CS_T_STR and part[3].n:  # a name: a whole call, or one whose arguments stream next
+        _gemini_log(acc, _G_CALL, choice, _span_str_v(&part[8]) if part[8].kind == CS_T_STR else None, None, -1)
         streamed = _is_true(&part[6]) and part[5].kind == CS_T_ABSENT
         if streamed or _gemini_open(acc, choice) is not None:
             _gemini.start_call(acc, state, choice, _span_str_v(&part[3]), _value(&part[4]), streamed,
@@ -164,3 +189,174 @@ cdef object _gemini_entry(Accumulator acc, object building, cs_val *entry):
         building.pieces.append(_span_str_v(&entry[1]))
         return building.open_ok
     return building.put(text, _VALUE_KEYS[k - 1], _value(&entry[k]), more)
+
+
+cdef inline bint _gemini_turn_part(cs_val *part, const unsigned char *at, Py_ssize_t n):
+    """Tell whether a part is one the fast path keeps whole for the turn (else the general way carries it).
+
+    That is text (thought a boolean, a signature a string, nothing else), or a functionCall with
+    the fields the adapter reads and a signature only where it names a call. Anything else
+    (inlineData, a field not known here …) the adapter records as sent.
+    """
+    cdef const cs_val *known[4]
+    cdef const unsigned char *p
+    if part[1].kind == CS_T_ABSENT and part[2].kind == CS_T_ABSENT and part[8].kind == CS_T_ABSENT:
+        # The commonest part, {"text": …} alone: one ':' before the text, none after it.
+        if part[0].kind != CS_T_STR:
+            return False
+        p = at
+        while p < part[0].p and p[0] != b':':
+            p += 1
+        p += 1
+        while p < part[0].p and p[0] != b':':
+            p += 1
+        if p < part[0].p:
+            return False
+        p = part[0].p + part[0].n
+        while p < at + n and p[0] != b':':
+            p += 1
+        return p == at + n
+    known[0], known[1], known[2], known[3] = &part[0], &part[1], &part[2], &part[8]
+    if not (part[8].kind & (CS_T_ABSENT | CS_T_STR)) or not _only_keys_of(at, n, known, 4):
+        return False
+    if part[2].kind != CS_T_ABSENT:
+        known[0], known[1], known[2], known[3] = &part[3], &part[4], &part[5], &part[6]
+        return (_is_object(&part[2]) and part[0].kind == CS_T_ABSENT and part[1].kind == CS_T_ABSENT
+                and _only_fields(part[2].p, part[2].n, known, &part[7])
+                and (part[8].kind == CS_T_ABSENT or (part[3].kind == CS_T_STR and part[3].n)))
+    return part[0].kind == CS_T_STR and (part[1].kind == CS_T_ABSENT or _is_true(&part[1]) or (
+        part[1].kind == CS_T_OTHER and part[1].n == 5 and cs_same(part[1].p, b"false", 5)))
+
+
+cdef bint _only_fields(const unsigned char *at, Py_ssize_t n, const cs_val **four, const cs_val *fifth):
+    cdef const cs_val *known[5]
+    known[0], known[1], known[2], known[3], known[4] = four[0], four[1], four[2], four[3], fifth
+    return _only_keys_of(at, n, known, 5)
+
+
+cdef bint _only_keys(const unsigned char *at, Py_ssize_t n, const cs_val *value, int count):
+    """Tell whether the container at[0..n) holds no member but the count values located (value[0..count))."""
+    cdef const cs_val *known[4]
+    cdef int k
+    for k in range(count):
+        known[k] = &value[k]
+    return _only_keys_of(at, n, known, count)
+
+
+cdef inline bint _only_keys_of(const unsigned char *at, Py_ssize_t n, const cs_val **known, int count):
+    """Tell whether the object at[0..n) has no key but those of the known values present in it.
+
+    Every key is followed by a ':' outside any value of a known key; so the ':' outside the known
+    values number the keys present exactly when no other key is there (its ':' would add one).
+    """
+    cdef const unsigned char *start[5]
+    cdef const unsigned char *stop[5]
+    cdef const unsigned char *p = at
+    cdef const unsigned char *e
+    cdef int present = 0, colons = 0, k, j
+    for k in range(count):
+        if known[k].kind != CS_T_ABSENT:
+            j = present
+            while j > 0 and start[j - 1] > known[k].p:  # in order of place (a handful: insertion)
+                start[j], stop[j] = start[j - 1], stop[j - 1]
+                j -= 1
+            start[j], stop[j] = known[k].p, known[k].p + known[k].n
+            present += 1
+    for k in range(present + 1):
+        e = start[k] if k < present else at + n
+        while p < e:  # the gaps hold keys and punctuation only: a few bytes
+            colons += p[0] == b':'
+            p += 1
+        if k < present:
+            p = stop[k]
+    return colons == present
+
+
+cdef object _gemini_envelope(Accumulator acc, const unsigned char *data, Py_ssize_t n, const cs_val *one,
+                             const cs_val *two):
+    """Return the stream's turn with the chunk's envelope logged: its text with two values (parts, usage) null.
+
+    Logged as GeminiTurn.take_envelope does, unless it is the last one logged: most chunks repeat
+    modelVersion, responseId and the candidate's index.
+    """
+    cdef const unsigned char *start[2]
+    cdef const unsigned char *stop[2]
+    cdef const unsigned char *p = data
+    cdef const unsigned char *e
+    cdef Py_ssize_t size = n, at = 0
+    cdef int cuts = 0, k
+    cdef const char *kept
+    cdef char *out
+    if one.kind != CS_T_ABSENT:
+        start[0], stop[0] = one.p, one.p + one.n
+        cuts = 1
+    if two.kind != CS_T_ABSENT:
+        k = 1 if cuts and one.p < two.p else 0
+        if k == 0 and cuts:
+            start[1], stop[1] = start[0], stop[0]
+        start[k], stop[k] = two.p, two.p + two.n
+        cuts += 1
+    for k in range(cuts):
+        size -= stop[k] - start[k] - 4  # each value becomes null
+    turn = _gemini_turn(acc)
+    envelope = acc._gem_env
+    if envelope is not None and PyBytes_GET_SIZE(envelope) == size:
+            kept = PyBytes_AS_STRING(envelope)
+            for k in range(cuts + 1):
+                e = start[k] if k < cuts else data + n
+                if memcmp(kept + at, p, e - p) != 0:
+                    break
+                at += e - p + 4
+                if k < cuts:
+                    p = stop[k]
+            else:
+                return turn
+    envelope = PyBytes_FromStringAndSize(NULL, size)
+    out = PyBytes_AS_STRING(envelope)
+    p = data
+    for k in range(cuts + 1):
+        e = start[k] if k < cuts else data + n
+        memcpy(out, p, e - p)
+        out += e - p
+        if k < cuts:
+            memcpy(out, b"null", 4)
+            out += 4
+            p = stop[k]
+    turn.envelope = envelope  # (for the general path's own check: the last envelope logged is not its own)
+    acc._gem_log.append((_ENVELOPE, None, 0, 0, envelope, None))
+    acc._gem_env = envelope
+    acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
+    return turn
+
+
+cdef object _gemini_turn(Accumulator acc):
+    """Return state.turn, made if need be; forget the notes on it when the general path has logged since."""
+    if acc._gem_turn is None:
+        turn = acc._state.turn
+        if turn is None:
+            turn = acc._state.turn = GeminiTurn.__new__(GeminiTurn)  # what __init__ does, without the call
+            turn.log, turn.envelope = [], None
+        acc._gem_turn, acc._gem_log, acc._gem_logged = turn, turn.log, -1
+    if PyList_GET_SIZE(acc._gem_log) != acc._gem_logged:
+        acc._gem_env, acc._gem_run = None, -1
+        acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
+    return acc._gem_turn
+
+
+cdef int _gemini_log(Accumulator acc, int kind, object choice, object a, object b, long long run) except -1:
+    """Log a part's event as GeminiTurn.event does, with where the choice's texts end before it.
+
+    run: the key of the unsigned text run this entry goes on with (its next piece needs no entry:
+    RUN entries that go on with the open run change nothing), or -1.
+    """
+    cdef list texts = acc._texts.get(choice)
+    cdef Py_ssize_t length0 = 0, length1 = 0
+    if texts is not None:
+        if texts[0] is not None:
+            length0 = PyByteArray_GET_SIZE((<_Text>texts[0]).buf)
+        if texts[1] is not None:
+            length1 = PyByteArray_GET_SIZE((<_Text>texts[1]).buf)
+    acc._gem_log.append((kind, choice, length0, length1, a, b))
+    acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
+    acc._gem_run = run
+    return 0

@@ -22,7 +22,7 @@ cdef cs_want _BEDROCK[5]
 cdef cs_want _COHERE[8]
 cdef cs_want _GEMINI[8]
 cdef cs_want _GEMINI_PIECE[12]
-cdef cs_want _GEMINI_PART[8]
+cdef cs_want _GEMINI_PART[9]
 cdef cs_want _GEMINI_ENTRY[8]
 
 
@@ -45,7 +45,9 @@ _want(&_ANTHROPIC[2], "delta", "type")
 _want(&_ANTHROPIC[3], "delta", "partial_json")
 _want(&_ANTHROPIC[4], "delta", "text")
 _want(&_ANTHROPIC[5], "delta", "thinking")
-# … and what the adapter reads of the other events (block start and stop, message start, delta, stop)
+# … and what the adapter reads of the other events (block start and stop, message start, delta, stop),
+# with the message object, which the turn keeps (_turns/anthropic.py; block starts and message deltas
+# it keeps as their event's JSON text)
 _want(&_ANTHROPIC_OTHER[0], "type")
 _want(&_ANTHROPIC_OTHER[1], "index")
 _want(&_ANTHROPIC_OTHER[2], "content_block")
@@ -57,7 +59,7 @@ _want(&_ANTHROPIC_OTHER[7], "content_block", "text")
 _want(&_ANTHROPIC_OTHER[8], "content_block", "thinking")
 _want(&_ANTHROPIC_OTHER[9], "delta", "stop_reason")
 _want(&_ANTHROPIC_OTHER[10], "usage")
-_want(&_ANTHROPIC_OTHER[11], "message", "usage")
+_want(&_ANTHROPIC_OTHER[11], "message")
 # openai-responses deltas: type, item_id, delta
 _want(&_RESPONSES[0], "type")
 _want(&_RESPONSES[1], "item_id")
@@ -133,6 +135,7 @@ _want(&_GEMINI_PART[5], "functionCall", "args")
 _want(&_GEMINI_PART[6], "functionCall", "willContinue")
 _want(&_GEMINI_PART[7], "functionCall", "partialArgs")
 _GEMINI_PART[7].allowed = _ANY | CS_T_ARRAY
+_want(&_GEMINI_PART[8], "thoughtSignature")  # kept on its part by the turn
 # … and each entry of a part's partialArgs: its path, the adapter's value keys in order, the marker
 cdef tuple _VALUE_KEYS = _gemini.VALUE_KEYS
 cdef tuple _VALUE_KEYS_UTF8 = tuple(key.encode() for key in _VALUE_KEYS)  # the table points into these

@@ -7,6 +7,7 @@ from typing import Any
 
 from .._state import error_text
 from .._text import compact_json
+from .._turns.anthropic import AnthropicTurn, which_of
 
 _EVENTS = frozenset(("message_start", "content_block_start", "content_block_delta", "content_block_stop",
                      "message_delta", "message_stop", "ping"))
@@ -28,48 +29,37 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         state.error("unexpected shape", "an event must be a JSON object", offset, obj)
         return
     kind = obj.get("type")
-    notes = state.notes
     if kind == "content_block_delta":
         index, delta = obj.get("index"), obj.get("delta")
         if type(index) is not int or type(delta) is not dict:
             state.error("unexpected shape", "content_block_delta without an integer index and a delta", offset, obj)
             return
-        dtype = delta.get("type")
-        if dtype == "input_json_delta":
+        if delta.get("type") == "input_json_delta":  # the commonest, here rather than a call away
             text = delta.get("partial_json")
+            notes = state.notes
             if index in notes.get("tools", ()) and type(text) is str:
                 if text:  # an empty delta brings nothing: the block's start input still counts
                     notes["streamed"].add(index)
                 acc.fragment(0, index, None, None, text)
-        elif dtype == "text_delta":
-            _text(acc, state, 0, delta.get("text"), offset)
-        elif dtype == "thinking_delta":
-            _text(acc, state, 1, delta.get("thinking"), offset)
+            elif type(text) is str:
+                _server_input(state, index, text)
+        else:
+            _block_delta(acc, state, index, delta, offset)
     elif kind == "content_block_start":
         index, block = obj.get("index"), obj.get("content_block")
         if type(index) is not int or type(block) is not dict:
             state.error("unexpected shape", "content_block_start without an integer index and a block", offset, obj)
             return
-        btype = block.get("type")
-        if type(btype) is str and btype in _CLIENT_BLOCKS:
-            start_tool(acc, state, index, block.get("id"), block.get("name"), block.get("input"))
-        elif btype == "text":
-            _text(acc, state, 0, block.get("text"), offset, empty_ok=False)
-        elif btype == "thinking":
-            _text(acc, state, 1, block.get("thinking"), offset, empty_ok=False)
+        start_block(acc, state, index, block, offset)
     elif kind == "content_block_stop":
         index = obj.get("index")
         if type(index) is int:
+            (state.turn or turn_of(state)).log.append((index, acc.text_length(0, 0), acc.text_length(0, 1)))
             stop_block(acc, state, index)
     elif kind == "message_delta":
-        delta = obj.get("delta")
-        if type(delta) is dict and type(delta.get("stop_reason")) is str:
-            state.finish(0, delta["stop_reason"])
-        merge_usage(state, obj.get("usage"))
+        message_delta(state, obj.get("delta"), obj.get("usage"))
     elif kind == "message_start":
-        message = obj.get("message")
-        if type(message) is dict:
-            merge_usage(state, message.get("usage"))
+        message_start(state, obj.get("message"))
     elif kind == "message_stop":
         state.complete = True
         acc.complete(None, None)
@@ -77,6 +67,99 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
     elif kind != "ping" and not (type(kind) is str and kind in SDK_DERIVED):
         state.error("unexpected shape", f"unknown event type {kind!r}", offset, obj)
+
+
+def turn_of(state: Any) -> AnthropicTurn:
+    """Return the stream's turn record, made on first use."""
+    turn = state.turn
+    if turn is None:
+        turn = state.turn = AnthropicTurn()
+    return turn
+
+
+def message_start(state: Any, message: Any) -> None:
+    """The message starts: keep its object (the first one, as the SDK does) and its usage."""
+    if type(message) is dict:
+        turn = turn_of(state)
+        if turn.message is None:
+            turn.message = message
+        merge_usage(state, message.get("usage"))
+
+
+def message_delta(state: Any, delta: Any, usage: Any) -> None:
+    """The message's closing fields: the stop reason (which ends the calls), stop_sequence, container …, usage."""
+    if type(delta) is dict and type(delta.get("stop_reason")) is str:
+        state.finish(0, delta["stop_reason"])
+    note_delta(state, delta)  # kept as sent: a delta that is not an object reads as none
+    merge_usage(state, usage)
+
+
+def note_delta(state: Any, delta: Any) -> None:
+    """Keep a message_delta's delta object (or its JSON text) for the turn."""
+    turn = state.turn or turn_of(state)
+    if turn.deltas is None:
+        turn.deltas = [delta]
+    else:
+        turn.deltas.append(delta)
+
+
+def start_block(acc: Any, state: Any, index: int, block: dict, offset: int | None) -> None:
+    """A content block starts: note it in the turn, start its call if it is a client tool's, take its start text."""
+    btype = block.get("type")
+    which = which_of(btype)
+    (state.turn or turn_of(state)).log.append((index, block, which, acc.text_length(0, which) if which >= 0 else 0))
+    if type(btype) is str and btype in _CLIENT_BLOCKS:
+        start_tool(acc, state, index, block.get("id"), block.get("name"), block.get("input"))
+    elif btype == "text":
+        _text(acc, state, 0, block.get("text"), offset, empty_ok=False)
+    elif btype == "thinking":
+        _text(acc, state, 1, block.get("thinking"), offset, empty_ok=False)
+
+
+def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | None) -> None:
+    dtype = delta.get("type")
+    if dtype == "text_delta" or dtype == "thinking_delta":
+        which = 0 if dtype == "text_delta" else 1
+        text = delta.get("text" if which == 0 else "thinking")
+        if type(text) is str:
+            # The text goes to its block, or to none (a delta at an index with no block of its kind):
+            # never to the block whose text came before.
+            turn = state.turn or turn_of(state)
+            if turn.done != len(turn.log):
+                turn.settle()
+            block = turn.by_index.get(index)
+            if block is not None and block.which != which:
+                block = None
+            if turn.open[which] is not block:
+                turn.attend(which, block, acc.text_length(0, which))
+        _text(acc, state, which, text, offset)
+    elif dtype == "citations_delta" or dtype == "signature_delta":
+        turn = state.turn
+        if turn is None:
+            return
+        turn.settle()
+        block = turn.by_index.get(index)
+        if block is None:
+            return
+        if dtype == "signature_delta" and block.which == 1 and "signature" in delta:
+            block.signature = delta["signature"]
+        elif dtype == "citations_delta" and block.which == 0 and "citation" in delta:
+            if block.citations is None:
+                block.citations = []
+            block.citations.append(delta["citation"])
+
+
+def _server_input(state: Any, index: int, text: str) -> None:
+    """Keep an input piece of a block that carries an input but is not a client call (server_tool_use, mcp_tool_use …)."""
+    turn = state.turn
+    if turn is None:
+        return
+    turn.settle()
+    block = turn.by_index.get(index)
+    if block is not None and "input" in block.start_object():
+        if block.pieces is None:
+            block.pieces = []
+        block.pieces.append(text)
 
 
 def start_tool(acc: Any, state: Any, index: int, call_id: Any, name: Any, initial: Any) -> None:
@@ -88,7 +171,7 @@ def start_tool(acc: Any, state: Any, index: int, call_id: Any, name: Any, initia
 
 
 def stop_block(acc: Any, state: Any, index: int) -> None:
-    """A content block stops: a tool block's call is complete."""
+    """A content block stops: a tool block's call is complete (the caller logs the stop in the turn)."""
     _settle(acc, state, index)
     if index in state.notes.get("tools", ()):
         acc.complete(0, index)

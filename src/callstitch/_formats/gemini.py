@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from .._state import error_text
+from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
 VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue", "structValue", "listValue")
@@ -36,6 +37,10 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     if obj.get("error") is not None:
         state.error("in-band error", error_text(obj["error"]), offset, obj)
         return
+    turn = state.turn
+    if turn is None:
+        turn = state.turn = GeminiTurn()
+    turn.take_envelope(obj)
     candidates = obj.get("candidates")
     for position, candidate in enumerate(candidates if type(candidates) is list else ()):
         if type(candidate) is not dict:
@@ -50,14 +55,49 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
                 continue
             call = part.get("functionCall")
             if type(call) is dict:
+                _call_part(acc, turn, choice, part, call)
                 _call(acc, state, choice, call, offset)
-            elif type(part.get("text")) is str and part["text"]:
-                acc.text_piece(choice, 1 if part.get("thought") is True else 0, part["text"])
+            elif _plain_text(part):
+                _text_part(acc, turn, choice, part)
+            else:
+                turn.event(acc, OTHER, choice, part)  # carried as sent; its text counts as text all the same
+                if type(part.get("text")) is str and part["text"]:
+                    acc.text_piece(choice, 1 if part.get("thought") is True else 0, part["text"])
         reason = candidate.get("finishReason")
         if type(reason) is str:
             finish_choice(acc, state, choice, reason)
     if obj.get("usageMetadata") is not None:
         state.usage = obj["usageMetadata"]
+
+
+def _plain_text(part: dict) -> bool:
+    """Tell whether a part is text (or thought text) only, which may join the text parts around it."""
+    if type(part.get("text")) is not str or not part.keys() <= TEXT_KEYS:
+        return False
+    return type(part.get("thought", False)) is bool and type(part.get("thoughtSignature", "")) is str
+
+
+def _text_part(acc: Any, turn: GeminiTurn, choice: int, part: dict) -> None:
+    text, signature = part["text"], part.get("thoughtSignature")
+    which = 1 if part.get("thought") is True else 0
+    if text or signature is not None:
+        turn.event(acc, RUN, choice, which, signature)
+        if text:
+            acc.text_piece(choice, which, text)
+
+
+def _call_part(acc: Any, turn: GeminiTurn, choice: int, part: dict, call: dict) -> None:
+    """Record a functionCall part in the turn: a call when it has a name, else a continuation of one."""
+    signature = part.get("thoughtSignature")
+    signature = signature if type(signature) is str else None
+    name = call.get("name")
+    if type(name) is str and name:
+        part_extras = {key: value for key, value in part.items()
+                       if key != "functionCall" and not (key == "thoughtSignature" and signature is not None)}
+        call_extras = {key: value for key, value in call.items() if key not in CALL_KEYS}
+        turn.event(acc, CALL, choice, signature, (part_extras, call_extras) if part_extras or call_extras else None)
+    elif signature is not None:
+        turn.event(acc, CALL_SIGNATURE, choice, signature)
 
 
 def _call(acc: Any, state: Any, choice: int, call: dict, offset: int | None) -> None:

@@ -1,0 +1,286 @@
+"""The Gemini turn: a GenerateContentResponse (REST JSON, camelCase) and a {"role": "model", "parts"} Content.
+
+How streamed chunks merge into the one response. Each chunk of streamGenerateContent is a
+GenerateContentResponse holding the new parts only; the clients differ in how they join them:
+google-genai's chat keeps every chunk's Content as it came (one history entry per chunk, no
+joining), the Vercel AI SDK joins text deltas into one text or reasoning block per run and keeps a
+part's thoughtSignature as that block's provider metadata, and LangChain concatenates the text.
+The non-streamed API returns the text of a run as one part, with the signature on the part it
+signs. The rule here, which gives that shape:
+
+- parts keep the order they came in, per candidate (``index``);
+- consecutive text parts of the same kind (``thought: true`` or not) join into one part; a part
+  that carries a ``thoughtSignature`` ends its run, so the signature stays on the text it came
+  with and two signatures never meet in one part; an empty text part without a signature adds
+  nothing;
+- a functionCall part is whole: name, id and args (the call as reassembled, streamed
+  ``partialArgs`` included), with the signature of the part that opened it;
+- any other part (inlineData, executableCode, codeExecutionResult, a kind not known here, a text
+  part with fields besides text/thought/thoughtSignature) is carried as sent;
+- a candidate's other fields (finishReason, finishMessage, safetyRatings, groundingMetadata,
+  urlContextMetadata, avgLogprobs, logprobsResult, unknown ones …) and the top-level ones
+  (promptFeedback, modelVersion, responseId, createTime, unknown ones) are the last value sent,
+  except the citations of citationMetadata, which add up (each once); usageMetadata is the last
+  one, as the API's counts are cumulative. A finishReason is absent when none was sent.
+
+The texts are slices of the choice's text the accumulator keeps (``text_length`` positions), not
+copies; the calls are those of ``result.tool_calls``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+TEXT_KEYS = frozenset(("text", "thought", "thoughtSignature"))
+CALL_KEYS = frozenset(("name", "id", "args", "willContinue", "partialArgs"))
+PART_CALL_KEYS = frozenset(("functionCall", "thoughtSignature"))
+_SKIPPED_TOP = ("candidates", "usageMetadata", "error")
+_CITATION_LISTS = ("citationSources", "citations")
+
+
+# The events a stream's turn logs, in order: (kind, choice, content length, thought length, a, b).
+# The lengths are acc.text_length(choice, 0 / 1) before the part: where an open text run ends.
+RUN, CALL, OTHER, CALL_SIGNATURE, ENVELOPE = 0, 1, 2, 3, 4
+
+
+class GeminiTurn:
+    """The rest of a Gemini turn: a log of the parts' places and the chunks' envelopes, read at the end.
+
+    log holds tuples ``(kind, choice, length0, length1, a, b)``: RUN (a text part of kind a, 0
+    content, 1 thought, signature b or None: a run of that kind starts, or goes on), CALL (a
+    functionCall part naming a call: signature a, extras b: the part's and the functionCall's
+    other fields, or None), OTHER (a part carried as sent: a), CALL_SIGNATURE (a signature a on a
+    part continuing a call), ENVELOPE (a chunk but its parts and usageMetadata: a dict, or its JSON
+    text with those values null). The log costs the stream an append per run, call and changed
+    envelope, nothing per text piece; the parts are joined when the turn is read.
+
+    envelope: the last envelope logged (a dict, or the compiled twin's text), so that a chunk
+    repeating it logs nothing. The general path logs a RUN for every text part; the compiled twin
+    only for one that starts a run (an entry that goes on with the open run changes nothing).
+    """
+
+    __slots__ = ("log", "envelope")
+
+    def __init__(self) -> None:
+        self.log: list[tuple] = []
+        self.envelope: Any = None
+
+    def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
+        """Log a part's event, with where the choice's texts end before it."""
+        self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
+
+    def take_envelope(self, obj: dict) -> None:
+        """Log a chunk's envelope (all but its parts and usageMetadata) unless it is the last one logged."""
+        envelope = {key: value for key, value in obj.items() if key != "usageMetadata"}
+        listed = obj.get("candidates")
+        if type(listed) is list:
+            envelope["candidates"] = [_without_parts(candidate) for candidate in listed]
+        if envelope != self.envelope:
+            self.envelope = envelope
+            self.log.append((ENVELOPE, None, 0, 0, envelope, None))
+
+
+def _without_parts(candidate: Any) -> Any:
+    content = candidate.get("content") if type(candidate) is dict else None
+    if type(content) is not dict or "parts" not in content:
+        return candidate
+    return {**candidate, "content": {key: value for key, value in content.items() if key != "parts"}}
+
+
+class GeminiCandidate:
+    """One candidate, read from the log: its fields but content, its content's fields but parts, its parts.
+
+    parts holds entries: ``[RUN, which, start, end, signature]`` (a slice of the choice's text
+    ``which``: 0 content, 1 thoughts; end None: to the end of that text), ``[CALL, ordinal,
+    signature, extras]`` (the ordinal-th call of the choice), ``[OTHER, part]``.
+    """
+
+    __slots__ = ("fields", "content", "parts", "run", "calls")
+
+    def __init__(self) -> None:
+        self.fields: dict[str, Any] = {}
+        self.content: dict[str, Any] = {}
+        self.parts: list[list] = []
+        self.run: list | None = None
+        self.calls = 0
+
+    def take(self, candidate: dict) -> None:
+        """Record a candidate chunk's fields but its parts."""
+        for key, value in candidate.items():
+            if value is None:
+                continue
+            if key == "content":
+                if type(value) is dict:
+                    for name, item in value.items():
+                        if name != "parts" and item is not None:
+                            self.content[name] = item
+            elif key == "citationMetadata" and type(value) is dict and key in self.fields:
+                self.fields[key] = _more_citations(self.fields[key], value)
+            else:
+                self.fields[key] = value
+
+    def close_run(self, lengths: tuple) -> None:
+        """End the open text run where the choice's text of its kind ended (lengths: content, thought)."""
+        if self.run is not None:
+            self.run[3] = lengths[self.run[1]]
+            self.run = None
+
+    def text(self, which: int, lengths: tuple, signature: Any) -> None:
+        """A text part: go on with the open run of its kind (unless signed already), or start one."""
+        run = self.run
+        if run is None or run[1] != which or run[4] is not None:
+            self.close_run(lengths)
+            run = self.run = [RUN, which, lengths[which], None, None]
+            self.parts.append(run)
+        if signature is not None:
+            run[4] = signature
+
+
+def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandidate]]:
+    """Return the top-level fields and the candidates the log of a turn says."""
+    fields: dict[str, Any] = {}
+    candidates: dict[int, GeminiCandidate] = {}
+    for kind, choice, length0, length1, a, b in turn.log if turn is not None else ():
+        if kind == ENVELOPE:
+            _take_envelope(fields, candidates, a if type(a) is dict else orjson.loads(a))
+            continue
+        record = candidates.get(choice)
+        if record is None:
+            record = candidates[choice] = GeminiCandidate()
+        if kind == RUN:
+            record.text(a, (length0, length1), b)
+        elif kind == CALL_SIGNATURE:
+            for entry in reversed(record.parts):
+                if entry[0] == CALL:
+                    if entry[2] is None:
+                        entry[2] = a
+                    break
+        else:
+            record.close_run((length0, length1))
+            if kind == CALL:
+                record.parts.append([CALL, record.calls, a, b])
+                record.calls += 1
+            else:
+                record.parts.append([OTHER, a])
+    return fields, candidates
+
+
+def _take_envelope(fields: dict, candidates: dict, obj: dict) -> None:
+    """Take a chunk's fields but its parts: the top level's and each candidate's (its content's role …)."""
+    for key, value in obj.items():
+        if value is not None and key not in _SKIPPED_TOP:
+            fields[key] = value
+    listed = obj.get("candidates")
+    for position, candidate in enumerate(listed if type(listed) is list else ()):
+        if type(candidate) is not dict:
+            continue
+        choice = candidate.get("index", position)
+        choice = choice if type(choice) is int else position
+        record = candidates.get(choice)
+        if record is None:
+            record = candidates[choice] = GeminiCandidate()
+        record.take(candidate)
+
+
+def _more_citations(kept: Any, new: dict) -> Any:
+    """Return citationMetadata with the citations of new added to those kept (each once)."""
+    if type(kept) is not dict:
+        return new
+    merged = {**kept, **new}
+    for key in _CITATION_LISTS:
+        old, more = kept.get(key), new.get(key)
+        if type(old) is list and type(more) is list:
+            merged[key] = old + [item for item in more if item not in old]
+    return merged
+
+
+# ---------------------------------------------------------------- building the objects
+
+def response(result: Any, turn: GeminiTurn | None) -> dict[str, Any]:
+    """Return the GenerateContentResponse the API would have sent without streaming."""
+    fields, records = read(turn)
+    out: dict[str, Any] = {}
+    candidates = [_candidate(result, index, record) for index, record in sorted(records.items())]
+    if candidates:
+        out["candidates"] = candidates
+    out.update(fields)
+    if result.usage is not None:
+        out["usageMetadata"] = result.usage
+    return out
+
+
+def message(result: Any, turn: GeminiTurn | None, choice: int) -> dict[str, Any]:
+    """Return the model's Content for the next request's contents: role and parts, signatures on their parts."""
+    record = read(turn)[1].get(choice)
+    if record is None:
+        if choice != 0:
+            raise IndexError(f"the stream has no candidate {choice}")
+        return {"role": "model", "parts": []}
+    role = record.content.get("role")
+    return {"role": role if type(role) is str else "model", "parts": _parts(result, choice, record)}
+
+
+def _candidate(result: Any, index: int, record: GeminiCandidate) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    parts = _parts(result, index, record)
+    if parts or record.content:
+        out["content"] = {"parts": parts, **record.content}
+        out["content"].setdefault("role", "model")
+    out.update(record.fields)
+    return out
+
+
+def _parts(result: Any, choice: int, record: GeminiCandidate) -> list[dict[str, Any]]:
+    calls = [call for call in result.tool_calls if call.choice == choice]
+    texts = _texts(result, choice)
+    parts: list[dict[str, Any]] = []
+    for entry in record.parts:
+        kind = entry[0]
+        if kind == RUN:
+            _, which, start, end, signature = entry
+            data = texts[which]
+            text = data[start:len(data) if end is None else end].decode("utf-8", "replace")
+            if not text and signature is None:
+                continue
+            part: dict[str, Any] = {"text": text}
+            if which:
+                part["thought"] = True
+            if signature is not None:
+                part["thoughtSignature"] = signature
+        elif kind == CALL:
+            _, ordinal, signature, extras = entry
+            if ordinal >= len(calls):
+                continue  # dropped at a limit (result.errors says so): no call to show
+            part = _call_part(calls[ordinal], signature, extras)
+        else:
+            part = dict(entry[1])
+        parts.append(part)
+    return parts
+
+
+def _call_part(call: Any, signature: Any, extras: Any) -> dict[str, Any]:
+    function: dict[str, Any] = {}
+    if call.id is not None:
+        function["id"] = call.id
+    function["name"] = call.name
+    if call.arguments is not None:
+        function["args"] = call.arguments  # absent when the arguments were cut or broken: none invented
+    part_extras, call_extras = extras if extras is not None else (None, None)
+    if call_extras:
+        function.update(call_extras)
+    part: dict[str, Any] = {"functionCall": function}
+    if part_extras:
+        part.update(part_extras)
+    if signature is not None:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def _texts(result: Any, choice: int) -> tuple[bytes, bytes]:
+    for item in result.choices:
+        if item.index == choice:
+            return ((item.text or "").encode("utf-8", "surrogatepass"),
+                    (item.reasoning or "").encode("utf-8", "surrogatepass"))
+    return b"", b""

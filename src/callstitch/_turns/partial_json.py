@@ -1,0 +1,127 @@
+"""The complete part of a JSON text that was cut short, read the way the Anthropic SDK reads a tool's partial input.
+
+The SDK (anthropic.lib.streaming) parses a tool block's input with jiter in partial mode after
+every input_json_delta, so a stream cut inside the input leaves the values that were complete:
+a string, number or literal still arriving is left out (with its key), open arrays and objects
+are closed. complete_part() gives the same value; it never invents one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_WS = " \t\n\r"
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+class _Cut(Exception):
+    """The text ended (or went wrong) inside a value; partial is what of it was complete, or None."""
+
+    def __init__(self, partial: Any = None) -> None:
+        self.partial = partial
+
+
+def complete_part(text: str) -> Any:
+    """Return the value of text's complete part; None when not even the start of a value came whole."""
+    try:
+        return _value(text, _skip(text, 0))[0]
+    except _Cut as cut:
+        return cut.partial
+
+
+def _skip(s: str, i: int) -> int:
+    n = len(s)
+    while i < n and s[i] in _WS:
+        i += 1
+    return i
+
+
+def _value(s: str, i: int) -> tuple[Any, int]:
+    if i >= len(s):
+        raise _Cut()
+    c = s[i]
+    if c == "{":
+        return _object(s, i + 1)
+    if c == "[":
+        return _array(s, i + 1)
+    if c == '"':
+        return _string(s, i)
+    for word, value in _LITERALS.items():
+        if s.startswith(word, i):
+            return value, i + len(word)
+    match = _NUMBER.match(s, i)
+    if match is None or (match.end() < len(s) and s[match.end()] in ".eE+-"):
+        raise _Cut()  # a number still arriving ("1.", "-", "2e"), a literal cut short, or no value at all
+    number = match.group()
+    return (float(number) if any(ch in number for ch in ".eE") else int(number)), match.end()
+
+
+def _string(s: str, i: int) -> tuple[str, int]:
+    j = i + 1
+    n = len(s)
+    while j < n:
+        c = s[j]
+        if c == '"':
+            try:
+                return json.loads(s[i:j + 1]), j + 1
+            except ValueError:
+                raise _Cut() from None
+        j += 2 if c == "\\" else 1
+    raise _Cut()
+
+
+def _object(s: str, i: int) -> tuple[dict, int]:
+    obj: dict = {}
+    i = _skip(s, i)
+    if i < len(s) and s[i] == "}":
+        return obj, i + 1
+    while True:
+        if i >= len(s) or s[i] != '"':
+            raise _Cut(obj)
+        try:
+            key, i = _string(s, i)
+        except _Cut:
+            raise _Cut(obj) from None
+        i = _skip(s, i)
+        if i >= len(s) or s[i] != ":":
+            raise _Cut(obj)
+        try:
+            obj[key], i = _value(s, _skip(s, i + 1))
+        except _Cut as cut:
+            if cut.partial is not None:
+                obj[key] = cut.partial
+            raise _Cut(obj) from None
+        i = _skip(s, i)
+        if i >= len(s):
+            raise _Cut(obj)
+        if s[i] == "}":
+            return obj, i + 1
+        if s[i] != ",":
+            raise _Cut(obj)
+        i = _skip(s, i + 1)
+
+
+def _array(s: str, i: int) -> tuple[list, int]:
+    items: list = []
+    i = _skip(s, i)
+    if i < len(s) and s[i] == "]":
+        return items, i + 1
+    while True:
+        try:
+            value, i = _value(s, i)
+        except _Cut as cut:
+            if cut.partial is not None:
+                items.append(cut.partial)
+            raise _Cut(items) from None
+        items.append(value)
+        i = _skip(s, i)
+        if i >= len(s):
+            raise _Cut(items)
+        if s[i] == "]":
+            return items, i + 1
+        if s[i] != ",":
+            raise _Cut(items)
+        i = _skip(s, i + 1)

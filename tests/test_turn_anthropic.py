@@ -1,0 +1,430 @@
+"""The whole Anthropic turn (issue 20): to_response() is the SDK's own Message, to_message() its request param.
+
+Every Anthropic capture in tests/fixtures/captures goes through both twins and is checked against
+the anthropic SDK's own accumulation of the same events (anthropic.lib.streaming accumulate_event,
+what MessageStream.get_final_message() returns), validated with anthropic.types.Message, and its
+to_message() with a pydantic TypeAdapter of anthropic.types.MessageParam. The one field where they
+differ by design: the SDK sets stop_details to null from every message_delta, also when the stream
+never sent it (its model's default is assigned, so it counts as set); to_response() carries only
+what the stream sent.
+"""
+
+import glob
+import http.server
+import json
+import os
+import pickle
+import random
+import threading
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import _formats as F
+from callstitch import Limits
+from callstitch._turns.partial_json import complete_part
+
+anthropic = pytest.importorskip("anthropic")
+from anthropic.lib.streaming._messages import accumulate_event  # noqa: E402
+from anthropic.types import Message, MessageParam  # noqa: E402
+from pydantic import TypeAdapter  # noqa: E402
+
+HERE = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
+CAPTURES = sorted(glob.glob(os.path.join(HERE, "anthropic__*.sse")))
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _body(path):
+    return open(path, "rb").read()
+
+
+def _events(body):
+    """Return the data payloads of an SSE body, parsed."""
+    out = []
+    for block in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        data = [line[5:] for line in block.split(b"\n") if line.startswith(b"data:")]
+        if data:
+            out.append(json.loads(b"\n".join(data)))
+    return out
+
+
+def sdk_message(body):
+    """Return the SDK's Message for the events of body, as JSON (what get_final_message() holds)."""
+    snapshot, bufs = None, {}
+    for event in _events(body):
+        if event.get("type") not in ("ping", "error"):
+            snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=bufs)
+    return snapshot.to_dict(mode="json")
+
+
+def _as_json(d):
+    return json.loads(json.dumps(d))
+
+
+def _without_sdk_stop_details(ours, sdk):
+    """Drop the SDK's stop_details where the stream never sent one (the one difference, see the module doc)."""
+    if "stop_details" not in ours and sdk.get("stop_details") is None:
+        sdk.pop("stop_details", None)
+    return sdk
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: os.path.basename(p).split(".")[0])
+def test_capture_equals_the_sdks_message(impl, path):
+    body = _body(path)
+    result = impl.reassemble(body, format="anthropic")
+    ours = result.to_response()
+    Message.model_validate(ours)
+    assert _as_json(ours) == _without_sdk_stop_details(ours, sdk_message(body))
+    assert result.to_response() == ours and result.to_response() is not ours  # a new dict each time
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: os.path.basename(p).split(".")[0])
+def test_capture_message_is_a_request_param(impl, path):
+    body = _body(path)
+    result = impl.reassemble(body, format="anthropic")
+    message = result.to_message()
+    TypeAdapter(MessageParam).validate_python(message)
+    assert message == {"role": "assistant", "content": result.to_response()["content"]}
+
+
+def test_the_captures_cover_thinking_signatures_redaction_citations_and_unknown_blocks():
+    kinds, deltas = set(), set()
+    for path in CAPTURES:
+        for event in _events(_body(path)):
+            if event.get("type") == "content_block_start":
+                kinds.add(event["content_block"]["type"])
+            elif event.get("type") == "content_block_delta":
+                deltas.add(event["delta"]["type"])
+    assert {"thinking", "redacted_thinking", "text", "tool_use", "server_tool_use", "web_search_tool_result",
+            "bash_code_execution_tool_result"} <= kinds
+    assert {"signature_delta", "citations_delta", "thinking_delta", "input_json_delta"} <= deltas
+
+
+def test_blocks_in_order_with_signature_citations_and_redacted_data_byte_for_byte(impl):
+    body = _body(os.path.join(HERE, "anthropic__pydantic-ai__thinking-web-search-citations.sse"))
+    content = impl.reassemble(body).to_response()["content"]
+    starts = [e["content_block"] for e in _events(body) if e["type"] == "content_block_start"]
+    assert [b["type"] for b in content] == [s["type"] for s in starts]
+    signature = [e["delta"]["signature"] for e in _events(body) if e["type"] == "content_block_delta"
+                 and e["delta"]["type"] == "signature_delta"]
+    assert content[0]["signature"] == signature[0] and len(signature[0]) > 100
+    cited = [b for b in content if b.get("citations")]
+    assert len(cited) >= 3 and all(c["type"] == "web_search_result_location" for b in cited for c in b["citations"])
+    assert content[2] == starts[2]  # web_search_tool_result: its start object as sent, encrypted_content and all
+    redacted = _body(os.path.join(HERE, "anthropic__pydantic-ai__redacted-thinking.sse"))
+    blocks = impl.reassemble(redacted).to_message()["content"]
+    sent = [e["content_block"]["data"] for e in _events(redacted) if e["type"] == "content_block_start"
+            and e["content_block"]["type"] == "redacted_thinking"]
+    assert [b["data"] for b in blocks if b["type"] == "redacted_thinking"] == sent and len(sent) == 2
+
+
+def test_message_fields_merged_container_usage_unknown_fields(impl):
+    body = _body(os.path.join(HERE, "anthropic__pydantic-ai__code-execution-container.sse"))
+    d = impl.reassemble(body).to_response()
+    assert d["container"]["id"] == "container_011CaNRFAbjdPf4rmBarZzqQ"
+    assert d["stop_reason"] == "end_turn" and "stop_details" in d
+    assert d["usage"]["inference_geo"] == "global"  # message_start's, unknown to callstitch, kept
+    assert d["usage"]["output_tokens"] == 304 and d["usage"]["server_tool_use"] == {
+        "web_search_requests": 0, "web_fetch_requests": 0}  # message_delta's
+
+
+# ---------------------------------------------------------------- any split, both twins
+
+
+@SETTINGS
+@given(k=st.integers(0, len(CAPTURES) - 1), seed=st.integers(0, 2**32 - 1))
+def test_any_split_gives_the_same_turn(both, k, seed):
+    body = _body(CAPTURES[k])
+    whole = [impl.reassemble(body).to_response() for impl in both]
+    assert whole[0] == whole[1]
+    rng = random.Random(seed)
+    for impl in both:
+        acc = impl.Accumulator(format="anthropic")
+        i = 0
+        while i < len(body):
+            n = rng.randint(1, 200)
+            acc.feed(body[i:i + n])
+            i += n
+        result = acc.finalize()
+        assert result.to_response() == whole[0] and result.to_message() == impl.reassemble(body).to_message()
+
+
+def test_fed_as_objects_the_same_turn(impl):
+    for path in CAPTURES:
+        body = _body(path)
+        acc = impl.Accumulator(format="anthropic")
+        for event in _events(body):
+            acc.feed_chunk(event)
+        assert acc.finalize().to_response() == impl.reassemble(body).to_response()
+
+
+def test_the_turn_pickles(impl):
+    result = impl.reassemble(_body(os.path.join(HERE, "anthropic__pydantic-ai__thinking-web-search-citations.sse")))
+    again = pickle.loads(pickle.dumps(result))
+    assert again.to_response() == result.to_response() and again.to_message() == result.to_message()
+
+
+# ---------------------------------------------------------------- cut streams
+
+
+def _sse(events):
+    """Return an SSE body of events: dicts, or the JSON text of one as it is to be sent."""
+    out = []
+    for e in events:
+        text = e if type(e) is str else json.dumps(e)
+        out.append(b"event: x\ndata: %s\n\n" % text.encode())
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: os.path.basename(p).split(".")[0])
+def test_cut_after_any_event_never_invents(both, path):
+    events = _events(_body(path))
+    full = sdk_message(_body(path))
+    for k in range(1, len(events) + 1):
+        body = _sse(events[:k])
+        turns = [impl.reassemble(body, format="anthropic") for impl in both]
+        ours = turns[0].to_response()
+        assert ours == turns[1].to_response() and turns[0].to_message() == turns[1].to_message()
+        Message.model_validate(ours)
+        if not any(e["type"] == "message_delta" for e in events[:k]):
+            assert ours["stop_reason"] is None
+        # The SDK's snapshot at this point is the same (it too keeps what came, closes nothing)
+        assert _as_json(ours) == _without_sdk_stop_details(ours, sdk_message(body))
+        for got, want in zip(ours["content"], full["content"]):
+            for field in ("text", "thinking"):
+                if field in want:
+                    assert want[field].startswith(got[field])
+
+
+def test_cut_body_mid_event_and_mid_tool_input(both):
+    body = _body(os.path.join(HERE, "anthropic__anthropic-sdk-python__text-then-tool.sse"))
+    cut = body[:body.index(b'"partial_json":"is') + 18]  # inside the tool's input, mid-event
+    turns = [impl.reassemble(cut, format="anthropic").to_response() for impl in both]
+    assert turns[0] == turns[1]
+    assert turns[0]["stop_reason"] is None
+    assert turns[0]["content"][1]["input"] == {}  # '{"location": "P' : no value came whole
+    assert turns[0]["content"][0]["text"] == "I'll check the current weather in Paris for you."
+
+
+def test_max_tokens_tool_input_is_the_complete_part_as_the_sdk_leaves_it(impl):
+    body = _body(os.path.join(HERE, "anthropic__anthropic-sdk-python__truncated-max-tokens.sse"))
+    result = impl.reassemble(body)
+    tool = result.to_response()["content"][1]
+    assert result.to_response()["stop_reason"] == "max_tokens"
+    assert result.tool_calls[0].error.kind == "truncated"  # the call says it was cut …
+    assert tool["input"] == {"filename": "taxes.txt", "lines_of_text": [  # … the block holds what came whole
+        "# COMPREHENSIVE TAX GUIDE FOR INDIVIDUALS WITH MULTIPLE W-2s", "", "## INTRODUCTION", ""]}
+    assert "Filing taxes" not in json.dumps(tool)
+
+
+def test_a_stream_bytes_limit_shortens_the_text_never_adds(both):
+    body = _body(os.path.join(HERE, "anthropic__pydantic-ai__thinking-web-search-citations.sse"))
+    full = both[0].reassemble(body).to_response()["content"]
+    for limit in (0, 10, 200, 400, 900, 2000):
+        turns = [impl.reassemble(body, limits=Limits(stream_bytes=limit)).to_response() for impl in both]
+        assert turns[0] == turns[1]
+        for got, want in zip(turns[0]["content"], full):
+            for field in ("text", "thinking"):
+                if field in want:
+                    assert want[field].startswith(got[field])
+
+
+def test_no_message_start_no_invented_id(impl):
+    body = _sse([{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                 {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}])
+    d = impl.reassemble(body, format="anthropic").to_response()
+    assert d == {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "Hi"}],
+                 "stop_reason": None, "stop_sequence": None}
+
+
+def test_choice_other_than_0_is_refused(impl):
+    result = impl.reassemble(_body(CAPTURES[0]))
+    with pytest.raises(IndexError):
+        result.to_message(1)
+
+
+# ---------------------------------------------------------------- mangled streams: the SDK's merge, both twins
+
+_TEXT = {"type": "text", "text": ""}
+_THINK = {"type": "thinking", "thinking": "", "signature": ""}
+
+
+def test_interleaved_and_misdirected_deltas(both):
+    events = [{"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "x",
+                                                    "content": [], "stop_reason": None, "stop_sequence": None,
+                                                    "usage": {"input_tokens": 1, "output_tokens": 1}}},
+              {"type": "content_block_start", "index": 0, "content_block": _THINK},
+              {"type": "content_block_start", "index": 1, "content_block": _TEXT},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "a"}},
+              {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "B"}},
+              {"type": "content_block_start", "index": 2, "content_block": _TEXT},
+              {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "C"}},
+              {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "D"}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "E"}},
+              {"type": "content_block_delta", "index": 9, "delta": {"type": "text_delta", "text": "F"}},
+              {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "G"}},
+              {"type": "content_block_stop", "index": 2},
+              {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "H"}},
+              {"type": "content_block_delta", "index": 1, "delta": {"type": "signature_delta", "signature": "s"}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "S"}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": {}}},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+               "usage": {"output_tokens": 9}}]
+    body = _sse(events)
+    turns = [impl.reassemble(body, format="anthropic") for impl in both]
+    ours = turns[0].to_response()
+    assert ours == turns[1].to_response()
+    # Each delta lands in its own block, as the SDK puts it (index 9 has no block: the SDK fails there)
+    sdk_events = [e for e in events if e.get("index") != 9]
+    assert _as_json(ours)["content"] == sdk_message(_sse(sdk_events))["content"]
+    assert [b.get("text", b.get("thinking")) for b in ours["content"]] == ["a", "BD", "CGH"]
+    assert turns[0].text == "BCDEFGH"  # result.text keeps every text delta, as before
+
+
+@st.composite
+def mangled_anthropic(draw):
+    """A capture or a generated stream, its events dropped, repeated, moved, re-indexed or cut."""
+    if draw(st.booleans()):
+        events = _events(_body(draw(st.sampled_from(CAPTURES))))
+    else:
+        events = _events(F.anthropic_body(F.CALLS[:draw(st.integers(0, 3))], text=draw(st.text(max_size=30)),
+                                          reasoning=draw(st.one_of(st.none(), st.text(max_size=30)))))
+    for _ in range(draw(st.integers(0, 6))):
+        if not events:
+            break
+        op = draw(st.sampled_from(["drop", "dup", "move", "index", "cut", "dupkey", "dupkey"]))
+        k = draw(st.integers(0, len(events) - 1))
+        if op == "drop":
+            del events[k]
+        elif op == "dup":
+            events.insert(draw(st.integers(0, len(events))), events[k])
+        elif op == "move":
+            events.insert(draw(st.integers(0, len(events) - 1)), events.pop(k))
+        elif op == "index" and type(events[k]) is dict and "index" in events[k]:
+            events[k] = {**events[k], "index": draw(st.integers(0, 4))}
+        elif op == "cut":
+            del events[k:]
+        elif op == "dupkey" and type(events[k]) is dict and len(events[k]) > 1:
+            # the same key twice (JSON readers keep the last): the twins must read it alike
+            other = draw(st.sampled_from([e for e in events if type(e) is dict]))
+            key = draw(st.sampled_from(sorted(events[k])))
+            if key in other and key != "type":
+                events[k] = json.dumps(events[k])[:-1] + ", " + json.dumps({key: other[key]})[1:]
+    body = _sse(events)
+    if draw(st.booleans()) and body:
+        body = body[:draw(st.integers(0, len(body)))]
+    return body
+
+
+@SETTINGS
+@given(body=mangled_anthropic(), seed=st.integers(0, 2**32 - 1))
+def test_twins_agree_on_mangled_streams_split_anywhere(both, body, seed):
+    turns = []
+    rng = random.Random(seed)
+    for impl in both:
+        whole = impl.reassemble(body, format="anthropic")
+        acc = impl.Accumulator(format="anthropic")
+        i = 0
+        while i < len(body):
+            n = rng.randint(1, 300)
+            acc.feed(body[i:i + n])
+            i += n
+        split = acc.finalize()
+        if whole.format != "anthropic":
+            continue
+        turn = (whole.to_response(), whole.to_message())
+        assert (split.to_response(), split.to_message()) == turn
+        turns.append(turn)
+    if len(turns) == 2:
+        assert turns[0] == turns[1]
+        text = both[0].reassemble(body, format="anthropic").text or ""
+        for block in turns[0][0]["content"]:
+            if block.get("type") == "text":
+                assert block["text"] in text  # never text that did not come
+
+
+# ---------------------------------------------------------------- the complete part of a cut input
+
+
+@SETTINGS
+@given(value=st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8)
+                          | st.floats(allow_nan=False, allow_infinity=False),
+                          lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                      max_size=4), max_leaves=12),
+       spaces=st.booleans())
+def test_complete_part_is_what_the_sdk_parser_leaves(value, spaces):
+    from jiter import from_json
+    text = json.dumps(value, indent=1 if spaces else None, ensure_ascii=False)
+    for k in range(len(text) + 1):
+        try:
+            want = from_json(text[:k].encode(), partial_mode=True)
+        except ValueError:
+            want = None
+        assert complete_part(text[:k]) == want, text[:k]
+
+
+# ---------------------------------------------------------------- round trip through the real client
+
+
+class _Messages(http.server.BaseHTTPRequestHandler):
+    """Answers POST /v1/messages with a recorded stream and keeps each request body it received."""
+
+    body = b""
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 - the handler's name
+        self.received.append(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def server():
+    _Messages.received = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Messages)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        thread.join()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize("name", ["anthropic__pydantic-ai__thinking-web-search-citations",
+                                  "anthropic__pydantic-ai__redacted-thinking",
+                                  "anthropic__anthropic-sdk-python__text-then-tool"])
+def test_round_trip_through_the_real_client(impl, server, name):
+    _Messages.body = _body(os.path.join(HERE, name + ".sse"))
+    client = anthropic.Anthropic(base_url=server, api_key="test", max_retries=0)
+    question = {"role": "user", "content": "Weather in Paris?"}
+    with client.messages.stream(model="claude-sonnet-4-5", max_tokens=1024, messages=[question]) as stream:
+        acc = impl.Accumulator()
+        for event in stream:
+            acc.feed_chunk(event)
+        final = stream.get_final_message()
+    result = acc.finalize(strict=True)
+    assert _as_json(result.to_response()) == _without_sdk_stop_details(result.to_response(),
+                                                                       final.to_dict(mode="json"))
+    assistant = result.to_message()
+    history = [question, assistant]
+    calls = [b for b in assistant["content"] if b["type"] == "tool_use"]
+    if calls:
+        history.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": c["id"], "content": "18°C"}
+                                                    for c in calls]})
+    client.messages.create(model="claude-sonnet-4-5", max_tokens=1024, messages=history, stream=True).close()
+    # … and the same history with the SDK's own Message.to_param(), as its docs suggest
+    client.messages.create(model="claude-sonnet-4-5", max_tokens=1024, stream=True,
+                           messages=[question, final.to_param(), *history[2:]]).close()
+    ours, theirs = (json.loads(body)["messages"] for body in _Messages.received[1:3])
+    assert ours[1] == assistant  # received as sent: every block, signature and data byte for byte
+    assert ours[1] == theirs[1]  # what the SDK sends for its own Message
+    assert json.dumps(ours, ensure_ascii=False) == json.dumps(theirs, ensure_ascii=False)
