@@ -143,6 +143,8 @@ def clean_streams(draw, quirky=False):
     if draw(st.booleans()):
         usage = {"prompt_tokens": draw(st.integers(0, 9999)), "completion_tokens": 7, "total_tokens": 8}
         chunks.append(chunk_obj([], usage=usage))
+    if draw(st.integers(0, 2)) == 0:
+        _add_turn_extras(draw, chunks)
     events = [b"data: " + dumps(c) + b"\n\n" for c in chunks]
     done = draw(st.booleans())
     if done:
@@ -159,6 +161,34 @@ def clean_streams(draw, quirky=False):
     expect = {"calls": sorted(calls, key=lambda c: (c[0], c[1])), "texts": texts, "role": role,
               "finishes": finishes, "usage": usage, "complete": done or bool(finishes), "n_choices": n_choices}
     return body, expect
+
+
+_LOGPROBS = {"content": [{"token": "a", "logprob": -0.25, "bytes": [97], "top_logprobs": []}], "refusal": None}
+
+
+def _add_turn_extras(draw, chunks):
+    """Sprinkle what only the turn keeps over some chunks: extras at every level, logprobs, envelope changes."""
+    for chunk in chunks:
+        if draw(st.integers(0, 3)):
+            continue
+        place = draw(st.sampled_from(["top", "envelope", "choice", "logprobs", "delta", "call"]))
+        if place == "top":
+            chunk["x_extra"] = draw(st.sampled_from([{"id": "req_1"}, {"usage": {"queue_time": 0.5}}, "padding", 3]))
+        elif place == "envelope":
+            key = draw(st.sampled_from(["id", "model", "system_fingerprint", "service_tier", "created"]))
+            chunk[key] = draw(st.sampled_from([None, "late", 17]))
+        for choice in chunk["choices"] or []:
+            delta = choice.get("delta")
+            if place == "choice":
+                choice["stop_reason"] = draw(st.sampled_from([None, 7, "eos"]))
+            elif place == "logprobs":
+                choice["logprobs"] = _LOGPROBS
+            elif place == "delta" and delta is not None:
+                delta[draw(st.sampled_from(["channel", "annotations", "role"]))] = draw(
+                    st.sampled_from(["analysis", [], [{"type": "x"}], "assistant"]))
+            elif place == "call" and delta is not None:
+                for call in delta.get("tool_calls") or []:
+                    call["extra_content"] = {"google": {"thought_signature": "sig=="}}
 
 
 def _delta_for(kind, payload):
@@ -184,7 +214,9 @@ def test_any_split_gives_the_same_result(impl, stream, data):
     body, _ = stream
     whole = impl.reassemble(body)
     cuts = data.draw(cuts_for(body))
-    assert feed_split(impl, body, cuts) == whole
+    split = feed_split(impl, body, cuts)
+    assert split == whole
+    assert _turn(split) == _turn(whole)
 
 
 @SETTINGS
@@ -226,6 +258,15 @@ def test_twins_agree_on_clean_streams(both, stream, data):
     c, py = both
     assert c.reassemble(body) == py.reassemble(body)
     assert feed_split(c, body, cuts) == feed_split(py, body, cuts)
+    assert _turn(feed_split(c, body, cuts)) == _turn(py.reassemble(body)) == _turn(c.reassemble(body))
+
+
+def _turn(result):
+    """Return a Result's to_response() and every choice's to_message(), or the error that says it has none."""
+    try:
+        return result.to_response(), [result.to_message(ch.index) for ch in result.choices]
+    except ValueError as e:
+        return str(e)
 
 
 # ---------------------------------------------------------------- mangled streams
@@ -271,9 +312,11 @@ def test_twins_agree_on_mangled_streams(both, body, data):
     # beyond Result.__eq__: the error details and calls' error messages agree too
     assert [(e.kind, e.offset, e.detail) for e in rc.errors] == [(e.kind, e.offset, e.detail) for e in rpy.errors]
     assert [str(x.error) for x in rc.tool_calls] == [str(x.error) for x in rpy.tool_calls]
+    assert _turn(rc) == _turn(rpy)
     cuts = data.draw(cuts_for(body))
     assert feed_split(c, body, cuts) == rc
     assert feed_split(py, body, cuts) == rpy
+    assert _turn(feed_split(c, body, cuts)) == _turn(rc)
 
 
 @SETTINGS
@@ -349,4 +392,5 @@ def test_twins_agree_under_random_limits(both, body, data):
     limits = data.draw(random_limits(body))
     c, py = (i.reassemble(body, limits=limits) for i in both)
     assert c == py
+    assert _turn(c) == _turn(py)
     assert [(e.kind, e.offset, e.detail) for e in c.errors] == [(e.kind, e.offset, e.detail) for e in py.errors]

@@ -47,6 +47,7 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "batch": "callstitch.reassemble_many(",
            "listing": "-> Result",
            "spark": "from callstitch.spark import reassemble",
+           "turn-openai-chat": "# a chat.completion dict",
            "turn-anthropic": "messages.append(result.to_message())               # thinking",
            "gemini-turn": "contents.append(result.to_message())",  # run by tests/test_turn_gemini.py
            "turn-cohere": "cohere_sse_stream",  # run by tests/test_turn_cohere.py
@@ -122,6 +123,27 @@ def test_sdk_chunks(on_twin):
         thread.join()
     assert [(c.id, c.name, c.arguments) for c in names["calls"]] == [
         (c["id"], c["name"], c["arguments"]) for c in _expected(PARALLEL)]
+
+
+def test_turn_openai_chat(on_twin):
+    openai = pytest.importorskip("openai")
+    _Upstream.body = _capture(PARALLEL)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="test",
+                               max_retries=0)
+        code = _block(MARKERS["turn-openai-chat"]).replace("client = OpenAI()\n", "")
+        names = {"client": client, "tools": [], "run": lambda call: "ok"}
+        exec(code, names)
+    finally:
+        server.shutdown()
+        thread.join()
+    openai.types.chat.ChatCompletion.model_validate(names["completion"])
+    assistant, *results = names["messages"][1:]
+    assert [c["id"] for c in assistant["tool_calls"]] == [c["id"] for c in _expected(PARALLEL)]
+    assert [r["tool_call_id"] for r in results] == [c["id"] for c in _expected(PARALLEL)]
 
 
 class _Messages(http.server.BaseHTTPRequestHandler):

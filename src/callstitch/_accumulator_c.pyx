@@ -29,6 +29,7 @@ from ._formats import anthropic as _anthropic
 from ._formats import cohere as _cohere
 from ._formats import gemini as _gemini
 from ._formats import openai_responses as _responses
+from ._turns import openai_chat as _turn_chat
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 from orjson import loads as _loads
 
@@ -66,7 +67,11 @@ cdef extern from "_c/scan.h" nogil:
         cs_choice choices[8]
         int n_frags
         cs_frag frags[32]
-    int cs_scan_chat_chunk(const unsigned char *p, Py_ssize_t n, cs_chunk *out)
+        unsigned env
+        cs_span env_str[4]
+        int64_t created
+        int reasoning
+    int cs_scan_chat_chunk(const unsigned char *p, Py_ssize_t n, cs_chunk *out, unsigned want)
     Py_ssize_t cs_unescape(const unsigned char *p, Py_ssize_t n, unsigned char *dst)
     enum:
         CS_T_ABSENT
@@ -150,6 +155,7 @@ cdef Py_ssize_t _GROWTH = 5
 cdef frozenset _KNOWN_FORMATS = frozenset(_dispatch.FORMATS)
 cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
+cdef object _ChatTurn = _turn_chat.ChatTurn
 cdef object _route_framing = _framing.route
 cdef object _finish_framing = _framing.finish
 cdef object _fed_view = _framing.fed_view
@@ -246,6 +252,7 @@ Reassemble the tool calls of one streamed response.
     cdef bytes _event_raw  # the last event name as sent, and as str
     cdef object _event_text
     cdef cs_chunk *_chunk  # the last chat chunk read in place (allocated for chat streams only: it is 4 KB)
+    cdef unsigned _env_have  # the turn's envelope fields already known (ChatTurn.have), as last read
     # The slot the last indexed fragment went to: a continuation of it needs no dict lookups.
     # Every _route clears it, since only _route changes which slot an index maps to.
     cdef _Slot _cache_slot
@@ -875,7 +882,10 @@ Reassemble the tool calls of one streamed response.
                 self._chunk = <cs_chunk *>PyMem_Malloc(sizeof(cs_chunk))
                 if self._chunk == NULL:
                     raise MemoryError()
-            if event is None and cs_scan_chat_chunk(data, n, self._chunk) and (self._seen or self._chat_seen()):
+            if (event is None and cs_scan_chat_chunk(data, n, self._chunk, 31 & ~self._env_have)
+                    and (self._seen or self._chat_seen()) and not (self._chunk.reasoning and self._reasoning_new())):
+                if self._chunk.env:
+                    self._note_envelope()
                 self._apply_chunk()
                 _paths[FMT_CHAT] += 1
                 return 0
@@ -901,7 +911,44 @@ Reassemble the tool calls of one streamed response.
             self._auto = False
             self._fast = self._state.format == "openai-chat"
             self._fmt = _FORMAT_CODES.get(self._state.format, FMT_OTHER)
+        if self._fmt == FMT_CHAT and self._state.turn is not None:
+            self._env_have = getattr(self._state.turn, "have", 0)
         return 0
+
+    cdef int _note_envelope(self) except -1:
+        """Keep the envelope fields the chunk just scanned gave that the turn lacked, as the adapter would."""
+        cdef cs_chunk *c = self._chunk
+        turn = self._state.turn
+        if turn is None:
+            turn = self._state.turn = _ChatTurn()
+        envelope = turn.envelope
+        # (the CS_ENV_* bits: _turns/openai_chat.ENVELOPE; env_str holds id, model, system_fingerprint, service_tier)
+        if c.env & 1:
+            envelope["id"] = _span_str(&c.env_str[0])
+        if c.env & 2:
+            envelope["created"] = c.created
+        if c.env & 4:
+            envelope["model"] = _span_str(&c.env_str[1])
+        if c.env & 8:
+            envelope["system_fingerprint"] = _span_str(&c.env_str[2])
+        if c.env & 16:
+            envelope["service_tier"] = _span_str(&c.env_str[3])
+        turn.have |= c.env
+        self._env_have = turn.have
+        return 0
+
+    cdef bint _reasoning_new(self):
+        """Tell whether the chunk just scanned starts a choice's reasoning: the adapter notes its key name."""
+        cdef cs_choice *ch
+        cdef int i
+        cdef list texts
+        for i in range(self._chunk.n_choices):
+            ch = &self._chunk.choices[i]
+            if ch.reasoning_content.kind == CS_STR or ch.reasoning.kind == CS_STR:
+                texts = self._texts.get(ch.index)
+                if texts is None or texts[1] is None:
+                    return True
+        return False
 
     cdef bint _chat_seen(self):
         """Tell whether the chunk just scanned is a chat event, as _dispatch.foreign would: it has choices.

@@ -369,7 +369,8 @@ class Accumulator:
                     and len(delta) == 1 and len(calls) == 1 and chunk.get("usage") is None
                     and chunk.get("error") is None and "message" not in choice
                     and choice.get("finish_reason") is None and call.get("id") is None
-                    and function.get("name") is None):
+                    and function.get("name") is None
+                    and _openai_chat.nothing_for_the_turn(self._state.turn, chunk, choice, call, function)):
                 cs = self._choices.get(number)
                 slot = cs.by_index.get(index) if cs is not None else None
                 if (slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None

@@ -15,6 +15,17 @@
  * GCC/Clang with SSE2 (x86-64 baseline) string scanning uses SSE2
  * intrinsics; define CS_NO_SIMD to force the portable 8-byte SWAR path.
  *
+ * For the whole turn (to_response), a chunk is also handed over when it carries
+ * anything the fast path does not keep: a key it has never heard of in the
+ * chunk, a choice, a delta, a tool call or a function (the turn carries those
+ * along), non-null logprobs, or an empty "object" (Azure's content-filter
+ * chunks). The envelope fields (id, created, model, system_fingerprint,
+ * service_tier) are skipped unless the caller wants them (the turn keeps the
+ * first value of each: CS_ENV_* bits, the same as _turns/openai_chat.py's
+ * ENVELOPE); a wanted one is read (a string or null; created an integer or
+ * null, else the chunk is handed over) and reported in env and env_str /
+ * created.
+ *
  * Deliberately conservative (returns 0 although orjson would accept):
  *   - any key containing a backslash in an object whose keys are
  *     interpreted (top level, choice, delta, tool call, function);
@@ -43,9 +54,20 @@ typedef struct {
     int first_frag, n_frags;        /* frags[first_frag .. first_frag+n_frags) */
 } cs_choice;
 
+#define CS_ENV_ID 1u
+#define CS_ENV_CREATED 2u
+#define CS_ENV_MODEL 4u
+#define CS_ENV_SYSFP 8u
+#define CS_ENV_TIER 16u
+
 typedef struct {
     int n_choices; cs_choice choices[CS_MAX_CHOICES];
     int n_frags;   cs_frag frags[CS_MAX_FRAGS];
+    unsigned want;                  /* in: CS_ENV_* of the envelope fields to read */
+    unsigned env;                   /* out: those of them present and not null */
+    cs_span env_str[4];             /* id, model, system_fingerprint, service_tier, when wanted */
+    int64_t created;                /* created, when wanted */
+    int reasoning;                  /* a delta has reasoning_content or reasoning (null or not) */
 } cs_chunk;
 
 /* ------------------------------------------------------------------------ */
@@ -64,8 +86,7 @@ static inline const unsigned char *cs_function(const unsigned char *p, const uns
         switch (id) {
         case CS_K_ARGS: p = cs_strnull(p, e, &f->args); break;
         case CS_K_NAME: p = cs_strnull(p, e, &f->name); break;
-        case CS_K_BAD:  return NULL;
-        default:        p = cs_skipv(p, e, 7); break;
+        default:        return NULL;   /* an extra the turn keeps, or a bad key */
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -113,12 +134,8 @@ static inline const unsigned char *cs_call(const unsigned char *p, const unsigne
             else if (cs_is_null(p, e)) p += 4;
             else return NULL;
             break;
-        case CS_K_CUSTOM:
-        case CS_K_BAD:
+        default:   /* custom, an extra the turn keeps (extra_content …), a bad key */
             return NULL;
-        default:
-            p = cs_skipv(p, e, 6);
-            break;
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -166,8 +183,8 @@ static inline const unsigned char *cs_delta(const unsigned char *p, const unsign
         if (!p) return NULL;
         switch (id) {
         case CS_K_CONTENT:   p = cs_strnull(p, e, &ch->content); break;
-        case CS_K_RCONTENT:  p = cs_strnull(p, e, &ch->reasoning_content); break;
-        case CS_K_REASONING: p = cs_strnull(p, e, &ch->reasoning); break;
+        case CS_K_RCONTENT:  p = cs_strnull(p, e, &ch->reasoning_content); out->reasoning = 1; break;
+        case CS_K_REASONING: p = cs_strnull(p, e, &ch->reasoning); out->reasoning = 1; break;
         case CS_K_REFUSAL:   p = cs_strnull(p, e, &ch->refusal); break;
         case CS_K_TOOLCALLS:
             if (seen_tc) return NULL;
@@ -176,12 +193,11 @@ static inline const unsigned char *cs_delta(const unsigned char *p, const unsign
             else if (cs_is_null(p, e)) p += 4;
             else return NULL;
             break;
-        case CS_K_FCALL:
-        case CS_K_BAD:
-            return NULL;
-        default:
+        case CS_K_ROLE:   /* the message's role is "assistant" whatever a chunk says */
             p = cs_skipv(p, e, 4);
             break;
+        default:   /* function_call, an extra the turn keeps (annotations, audio …), a bad key */
+            return NULL;
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -223,11 +239,12 @@ static inline const unsigned char *cs_choice_obj(const unsigned char *p, const u
             seen |= 4u;
             p = cs_skipv(p, e, 3);
             break;
-        case CS_K_BAD:
-            return NULL;
-        default:
-            p = cs_skipv(p, e, 3);
+        case CS_K_LOGPROBS:   /* null; the turn keeps logprobs */
+            if (!cs_is_null(p, e)) return NULL;
+            p += 4;
             break;
+        default:   /* an extra the turn keeps (stop_reason, content_filter_results …), a bad key */
+            return NULL;
         }
         if (!p) return NULL;
         r = cs_next_member(&p, e, '}');
@@ -266,12 +283,23 @@ static inline const unsigned char *cs_choices(const unsigned char *p, const unsi
     }
 }
 
+/* an envelope string's value (depth 1); p at its first byte: read when wanted, else skipped */
+static inline const unsigned char *cs_env_str(const unsigned char *p, const unsigned char *e, cs_chunk *out,
+                                              int k, unsigned bit)
+{
+    if (!(out->want & bit)) return cs_skipv(p, e, 1);
+    p = cs_strnull(p, e, &out->env_str[k]);
+    if (p && out->env_str[k].kind == CS_STR) out->env |= bit;
+    return p;
+}
+
 /* ------------------------------------------------------------------------ */
 /* public API                                                                */
 /* ------------------------------------------------------------------------ */
 
 /* 1 = understood (out filled), 0 = hand to the general path. */
-static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chunk *out)
+/* want: the CS_ENV_* envelope fields to read (see above). */
+static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chunk *out, unsigned want)
 {
     const unsigned char *e = p + n;
     int id, r;
@@ -279,6 +307,13 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
 
     out->n_choices = 0;
     out->n_frags = 0;
+    out->want = want;
+    out->env = 0;
+    out->reasoning = 0;
+    if (want) {
+        int k;
+        for (k = 0; k < 4; k++) cs_span_clear(&out->env_str[k]);
+    }
     if (!p || n <= 0) return 0;
     p = cs_ws(p, e);
     if (p >= e || *p != '{') return 0;
@@ -309,11 +344,25 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
                 if (!cs_is_null(p, e)) return 0;
                 p += 4;
                 break;
-            case CS_K_BAD:
-                return 0;
-            default:
+            case CS_K_ID:    p = cs_env_str(p, e, out, 0, CS_ENV_ID); break;
+            case CS_K_MODEL: p = cs_env_str(p, e, out, 1, CS_ENV_MODEL); break;
+            case CS_K_SYSFP: p = cs_env_str(p, e, out, 2, CS_ENV_SYSFP); break;
+            case CS_K_TIER:  p = cs_env_str(p, e, out, 3, CS_ENV_TIER); break;
+            case CS_K_CREATED:
+                if (!(out->want & CS_ENV_CREATED)) p = cs_skipv(p, e, 1);
+                else if (cs_is_null(p, e)) p += 4;
+                else if (out->env & CS_ENV_CREATED) return 0;   /* twice */
+                else { p = cs_int64(p, e, &out->created); out->env |= CS_ENV_CREATED; }
+                break;
+            case CS_K_OBJECT:
+                if (*p == '"' && e - p >= 2 && p[1] == '"') return 0;   /* "": the general path decides */
                 p = cs_skipv(p, e, 1);
                 break;
+            case CS_K_OBFUSC:
+                p = cs_skipv(p, e, 1);
+                break;
+            default:   /* an extra the turn keeps (x_groq, provider …), a bad key */
+                return 0;
             }
             if (!p) return 0;
             r = cs_next_member(&p, e, '}');

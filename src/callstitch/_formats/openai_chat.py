@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._state import error_text
+from .._turns.openai_chat import (CALL_KNOWN, CHOICE_KNOWN, DELTA_KNOWN, ENVELOPE, FUNCTION_KNOWN, NOT_EXTRA,
+                                  ChatTurn, keep_first, merge_delta, note_logprobs)
 
 TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
 _TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING),
@@ -26,13 +28,17 @@ def handle_chunk(acc: Any, state: Any, chunk: Any, offset: int | None) -> None:
     if error is not None:
         state.error("in-band error", error_text(error), offset, chunk)
         return
+    turn = state.turn
+    if turn is None:
+        turn = state.turn = ChatTurn()
+    _note_envelope(turn, chunk)
     choices = chunk.get("choices")
     if choices:
         if type(choices) is not list:
             state.error("unexpected shape", "'choices' is not a list", offset, chunk)
         else:
             for choice in choices:
-                _handle_choice(acc, state, choice, offset)
+                _handle_choice(acc, state, turn, choice, offset)
     elif choices is not None and type(choices) is not list:
         state.error("unexpected shape", "'choices' is not a list", offset, chunk)
     usage = chunk.get("usage")
@@ -40,7 +46,33 @@ def handle_chunk(acc: Any, state: Any, chunk: Any, offset: int | None) -> None:
         state.usage = usage
 
 
-def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> None:
+def _note_envelope(turn: ChatTurn, chunk: dict) -> None:
+    """Note the chunk's top-level fields: the first value of each, extras gaining keys (see ChatTurn)."""
+    # Azure's content-filter chunks have an empty "object" (and id, model, created 0): the SDK skips
+    # them; their extras (prompt_filter_results) are the response's, their envelope is not.
+    envelope_too = chunk.get("object") != ""
+    for key, value in chunk.items():
+        if key in NOT_EXTRA or value is None:
+            continue
+        bit = ENVELOPE.get(key)
+        if bit is None:
+            keep_first(turn.envelope, key, value)
+        elif envelope_too and not turn.have & bit:
+            turn.envelope[key] = value
+            turn.have |= bit
+
+
+def _note_choice(turn: ChatTurn, number: int, choice: dict) -> None:
+    """Note a choice's logprobs and the keys callstitch does not read."""
+    logprobs = choice.get("logprobs")
+    if logprobs is not None and type(logprobs) is dict:
+        note_logprobs(turn.choice(number), logprobs)
+    for key, value in choice.items():
+        if key not in CHOICE_KNOWN:
+            keep_first(turn.choice(number).extras, key, value)
+
+
+def _handle_choice(acc: Any, state: Any, turn: ChatTurn, choice: Any, offset: int | None) -> None:
     if type(choice) is not dict:
         state.error("unexpected shape", "a choice is not an object", offset, choice)
         return
@@ -48,10 +80,12 @@ def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> Non
     if type(number) is not int:
         state.error("unexpected shape", f"choice index {number!r} is not an integer", offset, choice)
         return
+    if choice.get("logprobs") is not None or not CHOICE_KNOWN.issuperset(choice):
+        _note_choice(turn, number, choice)
     delta = choice.get("delta")
     if delta is not None:
         if type(delta) is dict:
-            _handle_delta(acc, state, number, delta, offset)
+            _handle_delta(acc, state, turn, number, delta, offset)
         else:
             state.error("unexpected shape", "'delta' is not an object", offset, choice)
     # A whole (non-streamed) response has "message" where a chunk has "delta": same fields.
@@ -60,7 +94,7 @@ def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> Non
     message = choice.get("message") if delta is None else None
     if message is not None:
         if type(message) is dict:
-            _handle_delta(acc, state, number, message, offset)
+            _handle_delta(acc, state, turn, number, message, offset)
         else:
             state.error("unexpected shape", "'message' is not an object", offset, choice)
     reason = choice.get("finish_reason")
@@ -72,20 +106,28 @@ def _handle_choice(acc: Any, state: Any, choice: Any, offset: int | None) -> Non
             state.error("unexpected shape", "'finish_reason' is not a string", offset, choice)
 
 
-def _handle_delta(acc: Any, state: Any, number: int, delta: dict, offset: int | None) -> None:
+def _handle_delta(acc: Any, state: Any, turn: ChatTurn, number: int, delta: dict, offset: int | None) -> None:
     calls = delta.get("tool_calls")
     if calls is None or len(delta) > 1:  # most deltas hold tool_calls alone: skip the text lookups
         for field, which in _TEXT_FIELDS:
             text = delta.get(field)
             if text is not None:
                 if type(text) is str:
+                    if which == TEXT_REASONING:
+                        record = turn.choice(number)
+                        if record.reasoning_key is None:
+                            record.reasoning_key = field  # given back under the name it came with
                     acc.text_piece(number, which, text)
                 else:
                     state.error("unexpected shape", f"'{field}' is not a string", offset, delta)
         legacy = delta.get("function_call")
         if legacy is not None:
             # The deprecated single-function form: one call per choice, no id, no index.
+            turn.choice(number).legacy = True
             _handle_function(acc, state, number, None, None, legacy, offset)
+        if not DELTA_KNOWN.issuperset(delta):
+            merge_delta(turn.choice(number).message,
+                        {key: value for key, value in delta.items() if key not in DELTA_KNOWN})
     if calls is None:
         return
     if type(calls) is not list:
@@ -103,6 +145,9 @@ def _handle_delta(acc: Any, state: Any, number: int, delta: dict, offset: int | 
         if call_id is not None and type(call_id) is not str and type(call_id) is not int:
             state.error("unexpected shape", f"tool call id {call_id!r} is not a string", offset, call)
             call_id = None
+        if not CALL_KNOWN.issuperset(call) or (type(call.get("function")) is dict
+                                               and not FUNCTION_KNOWN.issuperset(call["function"])):
+            _note_call(turn, number, index, call_id, call)
         function = call.get("function")
         if function is not None:
             _handle_function(acc, state, number, index, call_id, function, offset)
@@ -110,6 +155,19 @@ def _handle_delta(acc: Any, state: Any, number: int, delta: dict, offset: int | 
             _handle_custom(acc, state, number, index, call_id, call.get("custom"), offset)
         else:
             acc.fragment(number, index, call_id, None, None)
+
+
+def _note_call(turn: ChatTurn, number: int, index: Any, call_id: Any, call: dict) -> None:
+    """Note a tool call's keys callstitch does not read, merged as the SDK merges a call's pieces."""
+    extras = {key: value for key, value in call.items() if key not in CALL_KNOWN}
+    function = call.get("function")
+    if type(function) is dict:
+        inner = {key: value for key, value in function.items() if key not in FUNCTION_KNOWN}
+        if inner:
+            extras["function"] = inner
+    if extras:
+        key = ("id", call_id) if call_id is not None else ("index", index)
+        merge_delta(turn.choice(number).calls.setdefault(key, {}), extras)
 
 
 def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any, function: Any,
@@ -140,6 +198,29 @@ def _handle_custom(acc: Any, state: Any, number: int, index: Any, call_id: Any, 
             state.error("unexpected shape", "custom tool input is not a string", offset, custom)
             text = None
     acc.custom_fragment(number, index, call_id, name, text)
+
+
+_TOP_QUIET = frozenset(("id", "object", "created", "model", "system_fingerprint", "service_tier", "choices",
+                        "usage", "error", "obfuscation"))
+
+
+def nothing_for_the_turn(turn: ChatTurn | None, chunk: dict, choice: dict, call: dict, function: dict) -> bool:
+    """Tell whether a one-call chunk carries nothing the turn keeps (the pure twin's inline path asks).
+
+    The twin of the compiled reader's rule (chat.h): no key callstitch has never heard of, no
+    logprobs, no envelope field the turn does not know yet.
+    """
+    if not (_TOP_QUIET.issuperset(chunk) and CHOICE_KNOWN.issuperset(choice) and CALL_KNOWN.issuperset(call)
+            and FUNCTION_KNOWN.issuperset(function)) or choice.get("logprobs") is not None:
+        return False
+    if chunk.get("object") == "":
+        return False
+    have = turn.have if turn is not None else 0
+    if have != 31:
+        for key, bit in ENVELOPE.items():
+            if not have & bit and chunk.get(key) is not None:
+                return False
+    return True
 
 
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:

@@ -1,0 +1,265 @@
+"""The OpenAI chat turn: the ``chat.completion`` object and the assistant message of a request.
+
+The calls and the texts (content, reasoning, refusal) come from the Result; everything else the
+stream said is in a ChatTurn, which the adapter (_formats/openai_chat.py) fills as chunks arrive.
+The merge follows openai-python's ChatCompletionStreamState: the envelope of the first chunk, the
+deltas merged key by key (strings joined, numbers added, objects merged, indexed lists by index),
+logprobs lists concatenated, the last finish reason and usage. Where callstitch departs from it
+(a later chunk's top-level extras such as ``x_groq.usage``, a choice's extras such as vLLM's
+``stop_reason``, normalised call ids and names) the README lists it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The envelope fields of a chunk a chat.completion carries, as bits of ChatTurn.have (the compiled
+# reader sends a chunk down the general path while one it carries is not yet known: chat.h's CS_ENV_*).
+ENVELOPE = {"id": 1, "created": 2, "model": 4, "system_fingerprint": 8, "service_tier": 16}
+# Top-level keys that are not the response's: the choices and usage are read on their own, an
+# in-band error is an error, "obfuscation" is padding (the SDK drops it too), "object" is renamed.
+NOT_EXTRA = frozenset(("choices", "usage", "error", "obfuscation", "object"))
+# Keys of a choice, a delta and a tool call the adapter reads itself; any other is an extra.
+CHOICE_KNOWN = frozenset(("index", "delta", "message", "finish_reason", "logprobs"))
+DELTA_KNOWN = frozenset(("role", "content", "reasoning_content", "reasoning", "refusal", "tool_calls",
+                         "function_call"))
+CALL_KNOWN = frozenset(("index", "id", "type", "function", "custom"))
+FUNCTION_KNOWN = frozenset(("name", "arguments"))
+
+
+class ChoiceTurn:
+    """What one choice said besides its texts and calls.
+
+    extras: the choice's own keys callstitch does not read (first value kept, objects gain the
+    keys later chunks add); message: the delta's unknown keys (annotations, audio, …), merged as
+    the SDK merges deltas; reasoning_key: "reasoning_content" or "reasoning", whichever the
+    server sent first; logprobs: the choice's logprobs, content and refusal lists concatenated;
+    calls: each call's unknown keys (``extra_content`` with Gemini's thought signature …), by the
+    call's id or, without one, its index as sent; legacy: the calls came as the deprecated
+    ``function_call``.
+    """
+
+    __slots__ = ("extras", "message", "reasoning_key", "logprobs", "calls", "legacy")
+
+    def __init__(self) -> None:
+        self.extras: dict[str, Any] = {}
+        self.message: dict[str, Any] = {}
+        self.reasoning_key: str | None = None
+        self.logprobs: dict[str, Any] | None = None
+        self.calls: dict[Any, dict[str, Any]] = {}
+        self.legacy = False
+
+    def __getstate__(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(self.__slots__, state):
+            setattr(self, name, value)
+
+
+class ChatTurn:
+    """What a chat stream said besides its calls, texts, finish reasons and usage.
+
+    envelope: the top-level fields of the response (id, created, model, system_fingerprint,
+    service_tier: the first value sent; extras such as ``x_groq``: the first value, objects gaining
+    the keys later chunks add); have: ENVELOPE bits of the fields known; choices: a ChoiceTurn per
+    choice index, made when a choice says something that needs one.
+    """
+
+    __slots__ = ("envelope", "have", "choices")
+
+    def __init__(self) -> None:
+        self.envelope: dict[str, Any] = {}
+        self.have = 0
+        self.choices: dict[int, ChoiceTurn] = {}
+
+    def choice(self, number: int) -> ChoiceTurn:
+        """Return the record of choice number, made on first use."""
+        record = self.choices.get(number)
+        if record is None:
+            record = self.choices[number] = ChoiceTurn()
+        return record
+
+    def __getstate__(self) -> tuple:
+        return (self.envelope, self.have, self.choices)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.envelope, self.have, self.choices = state
+
+
+def keep_first(into: dict, key: Any, value: Any) -> None:
+    """Keep value under key unless one is there; objects gain the keys they lack (x_groq's later usage)."""
+    if value is None:
+        return
+    held = into.get(key)
+    if held is None:
+        into[key] = value
+    elif type(held) is dict and type(value) is dict:
+        for inner, inner_value in value.items():
+            keep_first(held, inner, inner_value)
+
+
+def merge_delta(into: dict, delta: dict) -> None:
+    """Merge one delta's keys into what the earlier ones gave, as openai-python's accumulate_delta does.
+
+    A key not held (or held as null) takes the value; "index" and "type" are replaced; strings
+    are joined and numbers added; objects merge; lists of objects with an "index" merge entry by
+    index, other lists are extended.
+    """
+    for key, value in delta.items():
+        held = into.get(key)
+        if held is None:
+            if _indexed(value):
+                held = into[key] = []
+            else:
+                into[key] = _fresh(value)
+                continue
+        if key == "index" or key == "type":
+            into[key] = value
+        elif type(held) is str and type(value) is str:
+            into[key] = held + value
+        elif _number(held) and _number(value):
+            into[key] = held + value
+        elif type(held) is dict and type(value) is dict:
+            merge_delta(held, value)
+        elif type(held) is list and type(value) is list:
+            _merge_list(held, value)
+        # Any other pairing (a string then an object, say) keeps what was held, as the SDK does.
+
+
+def _merge_list(held: list, value: list) -> None:
+    if all(type(x) in (str, int, float) for x in held) and (held or not _indexed(value)):
+        held.extend(value)
+        return
+    for entry in value:
+        if type(entry) is not dict or type(entry.get("index")) is not int:
+            continue  # the SDK raises here; a stream that does this keeps what it had
+        index = entry["index"]
+        if index < len(held):
+            if type(held[index]) is dict:
+                merge_delta(held[index], entry)
+        else:
+            held.insert(index, _fresh(entry))
+
+
+def _indexed(value: Any) -> bool:
+    return type(value) is list and any(type(x) is dict and "index" in x for x in value)
+
+
+def _number(value: Any) -> bool:
+    return type(value) is int or type(value) is float  # not bool: the SDK would add True + True
+
+
+def _fresh(value: Any) -> Any:
+    """Return a copy of a JSON value that later merges may change (the chunk's own stays as parsed)."""
+    if type(value) is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_fresh(v) for v in value]
+    return value
+
+
+def note_logprobs(record: ChoiceTurn, logprobs: dict) -> None:
+    """Add a chunk's logprobs to the choice's: the first as sent, then content and refusal concatenated."""
+    held = record.logprobs
+    if held is None:
+        record.logprobs = _fresh(logprobs)
+        return
+    for key in ("content", "refusal"):
+        more = logprobs.get(key)
+        if more:
+            if type(held.get(key)) is list:
+                held[key].extend(_fresh(more))
+            else:
+                held[key] = _fresh(more)
+
+
+# ---------------------------------------------------------------- building the objects
+
+def response(result: Any, turn: ChatTurn | None) -> dict[str, Any]:
+    """Return the chat.completion object the request would have returned without streaming."""
+    envelope = turn.envelope if turn is not None else {}
+    out: dict[str, Any] = {"id": envelope.get("id"), "object": "chat.completion",
+                           "created": envelope.get("created"), "model": envelope.get("model")}
+    choices = []
+    for choice in result.choices:
+        record = turn.choices.get(choice.index) if turn is not None else None
+        entry: dict[str, Any] = {}
+        if record is not None:
+            entry.update(_fresh(record.extras))
+        entry["index"] = choice.index
+        entry["message"] = _message(result, choice, record)
+        entry["logprobs"] = _fresh(record.logprobs) if record is not None else None
+        entry["finish_reason"] = choice.finish_reason
+        choices.append(entry)
+    out["choices"] = choices
+    out["usage"] = _fresh(result.usage)
+    out["system_fingerprint"] = envelope.get("system_fingerprint")
+    for key, value in envelope.items():
+        if key not in out:
+            out[key] = _fresh(value)
+    return out
+
+
+def message(result: Any, turn: ChatTurn | None, choice: int) -> dict[str, Any]:
+    """Return choice's assistant message as the next request's history takes it."""
+    for each in result.choices:
+        if each.index == choice:
+            break
+    else:
+        raise IndexError(f"the stream has no choice {choice} (its choices: {[c.index for c in result.choices]})")
+    record = turn.choices.get(choice) if turn is not None else None
+    said = _message(result, each, record)
+    out: dict[str, Any] = {"role": "assistant", "content": said.get("content")}
+    if said.get("refusal") is not None:
+        out["refusal"] = said["refusal"]
+    if record is not None and record.reasoning_key is not None and each.reasoning is not None:
+        out[record.reasoning_key] = each.reasoning  # DeepSeek-style servers want it back
+    if "tool_calls" in said:
+        out["tool_calls"] = [_call_param(call) for call in said["tool_calls"]]
+    if "function_call" in said:
+        out["function_call"] = said["function_call"]
+    return out
+
+
+def _call_param(call: dict) -> dict:
+    # The request takes a call as the response gave it; extras such as Gemini's
+    # extra_content.google.thought_signature must go back with it, byte for byte.
+    return _fresh(call)
+
+
+def _message(result: Any, choice: Any, record: ChoiceTurn | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "assistant", "content": choice.text, "refusal": choice.refusal}
+    if record is not None:
+        for key, value in record.message.items():
+            out.setdefault(key, _fresh(value))
+    if choice.reasoning is not None:
+        key = record.reasoning_key if record is not None and record.reasoning_key else "reasoning_content"
+        out[key] = choice.reasoning
+    calls = [call for call in result.tool_calls if call.choice == choice.index]
+    if record is not None and record.legacy and calls and calls[0].id is None:
+        legacy = calls.pop(0)
+        out["function_call"] = {"name": legacy.name, "arguments": legacy.raw_arguments}
+    if calls:
+        out["tool_calls"] = [_call(call, record) for call in calls]
+    return out
+
+
+def _call(call: Any, record: ChoiceTurn | None) -> dict[str, Any]:
+    if call.kind == "custom":
+        out: dict[str, Any] = {"id": call.id, "type": "custom",
+                               "custom": {"name": call.name, "input": call.raw_arguments}}
+    else:
+        out = {"id": call.id, "type": "function",
+               "function": {"name": call.name, "arguments": call.raw_arguments}}
+    if record is not None and record.calls:
+        for extras in (record.calls.get(("id", call.id)), record.calls.get(("index", call.index))):
+            if not extras:
+                continue
+            for key, value in extras.items():
+                if (key == "function" or key == "custom") and key in out:
+                    for inner, inner_value in value.items():
+                        out[key].setdefault(inner, _fresh(inner_value))
+                else:
+                    out.setdefault(key, _fresh(value))
+    return out
