@@ -51,7 +51,8 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "turn-anthropic": "messages.append(result.to_message())               # thinking",
            "gemini-turn": "contents.append(result.to_message())",  # run by tests/test_turn_gemini.py
            "turn-cohere": "cohere_sse_stream",  # run by tests/test_turn_cohere.py
-           "turn-ollama": "ollama_ndjson_stream"}  # run by tests/test_turn_ollama.py
+           "turn-ollama": "ollama_ndjson_stream",  # run by tests/test_turn_ollama.py
+           "turn-bedrock": "converse_stream_body"}  # run by tests/test_turn_bedrock.py
 
 
 def _capture(name: str, ext: str = ".sse") -> bytes:
