@@ -13,15 +13,15 @@ cdef int _bedrock_fast(Accumulator acc, object event, const unsigned char *data,
         return acc._append_known(v[0].i, &v[2])
     if (v[1].kind == CS_T_ABSENT or v[1].kind == CS_T_NULL) and v[3].kind == CS_T_STR \
             and v[4].kind == CS_T_ABSENT:
-        # The turn notes where each block's text starts (_turns/bedrock.py): a text piece of a block
-        # other than the one whose text is arriving goes the general way, which notes it.
+        # The turn notes where each block's text starts (_turns/bedrock.py), as the adapter does: the
+        # first piece of a block's text makes it the one whose text is arriving.
         turn = acc._turn
         if turn is None:
             turn = acc._turn = acc._state.turn
             if turn is None:
-                return 0
+                return 0  # no event has made the turn yet: the adapter makes it
         if <int64_t>turn.text_open != v[0].i:
-            return 0
+            turn.attend(0, v[0].i, _anthropic_text_len(acc, 0))
         span = _span(&v[3])
         acc._text_span(0, 0, &span)
         return 1
