@@ -155,15 +155,21 @@ def test_every_stream_validates_against_botocore(impl, name):
     assert [(c["toolUseId"], c["input"]) for c in calls] == [(c.id, c.arguments) for c in result.tool_calls]
 
 
-def test_a_cut_stream_invents_no_stop_reason(impl):
-    result, response, message = turn(impl, bedrock_body(CALLS[:2], cut=5))
+@pytest.mark.parametrize("cut, complete_part", [(3, {}), (6, {"symbol": "AAPL"})])
+def test_a_cut_stream_invents_no_stop_reason(impl, cut, complete_part):
+    result, response, message = turn(impl, bedrock_body(CALLS[:2], cut=cut))
     assert set(response) == {"output"}  # no stopReason, usage or metrics: nothing said how it ended
-    cut = result.tool_calls[-1]
-    assert cut.error is not None and CALLS[1].arguments.startswith(cut.raw_arguments)
-    # the cut input holds the complete part of its JSON: values still arriving are left out
-    got = message["content"][-1]["toolUse"]["input"]
-    assert got == callstitch._turns.partial_json.complete_part(cut.raw_arguments) or got == {}
-    assert all(CALLS[1].value[k] == v for k, v in got.items())
+    call = result.tool_calls[-1]
+    assert call.error is not None and CALLS[1].arguments.startswith(call.raw_arguments)
+    # the cut input holds the complete part of its JSON: the value still arriving is left out
+    assert message["content"][-1]["toolUse"]["input"] == complete_part
+    assert message["content"][0]["toolUse"]["input"] == CALLS[0].value
+
+
+def test_a_bedrock_stream_has_one_choice(impl):
+    result = impl.reassemble(BODIES["everything-es"], format="bedrock")
+    with pytest.raises(IndexError):
+        result.to_message(1)
 
 
 def test_a_body_truncated_inside_a_text_keeps_what_came(impl):
