@@ -237,12 +237,12 @@ def test_the_twins_agree_on_mangled_event_shapes(both):
           delta(1, image={"x": 1}), delta(1, image={"y": 2}), delta(2, toolResult={"text": "t"}),
           delta(0, text="d"), ("contentBlockStart", {"contentBlockIndex": 5, "start": {"image": {"format": "png"}}}),
           delta(5, image={"source": 1}), ("contentBlockStop", {"contentBlockIndex": 0}), delta(0, text="e"),
-          ("messageStop", {"stopReason": "end_turn"})]
+          delta(2 ** 64 - 1, text="huge index "), delta(0, text="f"), ("messageStop", {"stopReason": "end_turn"})]
     c, py = both
     for body in (bedrock_eventstream(ev), bedrock_sse(ev)):
         rc, rp = c.reassemble(body, format="bedrock"), py.reassemble(body, format="bedrock")
         assert rc.to_response() == rp.to_response() and rc.to_message() == rp.to_message()
-    assert rc.to_response()["output"]["message"]["content"][0] == {"text": "abde"}
+    assert rc.to_response()["output"]["message"]["content"][0] == {"text": "abdef"}
 
 
 @pytest.mark.parametrize("limits", [dict(event_bytes=120), dict(event_bytes=200), dict(stream_bytes=20),

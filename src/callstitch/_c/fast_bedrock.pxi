@@ -20,7 +20,7 @@ cdef int _bedrock_fast(Accumulator acc, object event, const unsigned char *data,
             turn = acc._turn = acc._state.turn
             if turn is None:
                 return 0  # no event has made the turn yet: the adapter makes it
-        if <int64_t>turn.text_open != v[0].i:
+        if turn.text_open != v[0].i:  # a Python compare: a mangled stream may have left a huge index there
             turn.attend(0, v[0].i, _anthropic_text_len(acc, 0))
         span = _span(&v[3])
         acc._text_span(0, 0, &span)
