@@ -46,7 +46,8 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "toolset": 'callstitch.Toolset(request["tools"])',
            "batch": "callstitch.reassemble_many(",
            "listing": "-> Result",
-           "spark": "from callstitch.spark import reassemble"}
+           "spark": "from callstitch.spark import reassemble",
+           "turn-openai-responses": "client.responses.with_streaming_response.create("}  # test_turn_openai_responses
 
 
 def _capture(name: str, ext: str = ".sse") -> bytes:

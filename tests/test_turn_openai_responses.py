@@ -73,8 +73,8 @@ class FakeResponses:
     """An ASGI app answering POST /v1/responses with the body it was given; it keeps the requests it got."""
 
     def __init__(self):
-        self.body = b""
-        self.streamed = True
+        self.body = b""      # the stream, for a request with "stream": true
+        self.answer = b"{}"  # the JSON response, for one without
         self.requests: list[bytes] = []
 
     async def __call__(self, scope, receive, send):
@@ -87,9 +87,11 @@ class FakeResponses:
             if not message.get("more_body"):
                 break
         self.requests.append(body)
-        kind = b"text/event-stream" if self.streamed else b"application/json"
+        streamed = json.loads(body).get("stream") is True
+        kind = b"text/event-stream" if streamed else b"application/json"
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]})
-        await send({"type": "http.response.body", "body": self.body, "more_body": False})
+        await send({"type": "http.response.body", "body": self.body if streamed else self.answer,
+                    "more_body": False})
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +109,7 @@ def client(server):
 
 def sdk_final(server, body: bytes) -> dict:
     """Return openai-python's own final response for a stream, as the JSON it holds."""
-    server.fake.body, server.fake.streamed = body, True
+    server.fake.body = body
     with client(server).responses.stream(model="gpt-test", input="hi") as stream:
         final = stream.get_final_response()
     return final.to_dict()
@@ -165,7 +167,7 @@ def test_capture_round_trip_through_the_client(impl, name, server):
     history = [{"role": "user", "content": "What is the weather?"}, *result.to_message()]
     history += [{"type": "function_call_output", "call_id": call.id, "output": '{"ok": true}'}
                 for call in result.tool_calls]
-    server.fake.body, server.fake.streamed = orjson.dumps(result.to_response()), False
+    server.fake.answer = orjson.dumps(result.to_response())
     sent_before = len(server.fake.requests)
     answer = client(server).responses.create(model="gpt-test", input=history)
     assert answer.id == result.to_response()["id"]
@@ -475,3 +477,25 @@ def test_twins_give_identical_turns_on_damaged_streams(both, body, data):
     for impl, whole in ((c, rc), (py, rpy)):
         split = feed_split(impl, body, cuts)
         assert turn_or_error(split) == turn_or_error(whole)
+
+
+def test_the_readme_example(impl, server, monkeypatch, capsys):
+    import re
+
+    import callstitch
+    monkeypatch.setattr(callstitch, "Accumulator", impl.Accumulator)
+    text = open(os.path.join(HERE, "..", "README.md"), encoding="utf-8").read()
+    block = next(b for b in re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+                 if "client.responses.with_streaming_response.create(" in b)
+    body = capture("bedrock-mantle__pydantic-ai__responses-data-before-event-turn2.sse")
+    server.fake.body, server.fake.answer = body, orjson.dumps(impl.reassemble(body).to_response())
+    names = {"callstitch": callstitch, "json": json, "client": client(server), "tools": [],
+             "run": lambda call: "sunny"}
+    sent_before = len(server.fake.requests)
+    exec(block, names)
+    final = [e for e in events(body) if e["type"] == "response.completed"][-1]["response"]
+    assert json.loads(capsys.readouterr().out) == final
+    received = json.loads(server.fake.requests[sent_before + 1])["input"]
+    assert received == [{"role": "user", "content": "What is the weather in Paris?"}, *final["output"],
+                        {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}]
+    assert names["answer"].id == final["id"]
