@@ -60,7 +60,8 @@ def test_each_capture_gives_the_library_turn(twin, path):
 
 @pytest.mark.parametrize("fmt", ["openai-chat", "anthropic", "ollama", "bedrock"])
 def test_back_to_back_streams_cut_into_ranges_give_each_turn(twin, tmp_path, monkeypatch, fmt):
-    bodies = [b for b, _ in workload.format_responses(fmt, 30)]
+    made = workload.responses(30) if fmt == "openai-chat" else workload.format_responses(fmt, 30)
+    bodies = [b for b, _ in made]
     path = tmp_path / "many.stream"
     path.write_bytes(b"".join(bodies))
     whole, _, _ = turns([str(path)])
