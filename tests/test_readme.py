@@ -47,6 +47,7 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "batch": "callstitch.reassemble_many(",
            "listing": "-> Result",
            "spark": "from callstitch.spark import reassemble",
+           "spark-turns": 'emit="turns")\nturns.selectExpr(',  # test_spark.py runs emit="turns"
            "turn-openai-chat": "# a chat.completion dict",
            "turn-anthropic": "messages.append(result.to_message())               # thinking",
            "gemini-turn": "contents.append(result.to_message())",  # run by tests/test_turn_gemini.py
