@@ -208,6 +208,18 @@ def test_reassemble_many_records(tmp_path):
     assert same(record["arguments"], text)
 
 
+def test_jsonl_log_of_chunk_objects(tmp_path):
+    # A log line whose body is the stream's chunks as objects holds the arguments as values.
+    args = '{"n":%d,"l":[[%d]]}' % (10**30, -(2**63) - 1)
+    chunks = ('[{"model":"m","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f",'
+              '"arguments":%s}}]},"done":false},{"model":"m","message":{"role":"assistant","content":""},'
+              '"done":true}]' % args)
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"request_id": "r1", "chunks": %s}\n' % chunks)
+    record, = callstitch.reassemble_many([str(path)], field="chunks", format="ollama", jobs=1)
+    assert json.dumps(record["arguments"]) == json.dumps(json.loads(args))
+
+
 # -- the pieces ----------------------------------------------------------------------------------------
 
 def test_compact_json_writes_big_integers():
@@ -242,6 +254,12 @@ def test_c_scan_agrees_with_python(runs):
     data = b"".join(piece * n for piece, n in runs)
     assert _accumulator_c._long_run(data) is long_digit_run(data)
     assert long_digit_run(data) is (b"7" * LONG_RUN in data)
+
+
+def test_every_kind_of_text():
+    for data in (b"[%d]" % 2**64, bytearray(b"[%d]" % 2**64), memoryview(b"[%d]" % 2**64), "[%d]" % 2**64):
+        assert long_digit_run(data) and loads_exact(data) == [2**64] and type(loads_exact(data)[0]) is int
+    assert loads_exact("[\"é%d\"]" % 2**64) == ["é%d" % 2**64]
 
 
 def test_random_texts_read_exactly():

@@ -23,8 +23,12 @@ _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _RUN = b"0" * LONG_RUN
 
 
-def long_digit_run(data: bytes | bytearray) -> bool:
+def long_digit_run(data: bytes | bytearray | memoryview | str) -> bool:
     """Tell whether data holds LONG_RUN or more ASCII digits in a row, anywhere (a string's digits too)."""
+    if type(data) is str:
+        data = data.encode("utf-8", "surrogatepass")
+    elif type(data) is memoryview:
+        data = data.tobytes()
     # Every digit mapped to "0", everything else to " ", then one substring search: a regular
     # expression costs several times orjson's whole parse.
     return _RUN in data.translate(_DIGITS_ONLY)
@@ -34,7 +38,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def exact(data: bytes | bytearray, value: Any) -> Any:
+def exact(data: bytes | bytearray | memoryview | str, value: Any) -> Any:
     """Return JSON text orjson has read as value read again by the standard library, every integer exact.
 
     The standard library agrees with orjson on everything else orjson accepts. value (orjson's
@@ -42,12 +46,12 @@ def exact(data: bytes | bytearray, value: Any) -> Any:
     more digits than int() converts (sys.get_int_max_str_digits()).
     """
     try:
-        return json.loads(data, parse_constant=_reject_constant)
+        return json.loads(bytes(data) if type(data) is memoryview else data, parse_constant=_reject_constant)
     except (RecursionError, ValueError):
         return value
 
 
-def loads_exact(data: bytes | bytearray, long_run: bool | None = None) -> Any:
+def loads_exact(data: bytes | bytearray | memoryview | str, long_run: bool | None = None) -> Any:
     """Parse JSON as orjson.loads does (and raise what it raises), integers beyond 64 bits exact.
 
     long_run: whether data holds a run of LONG_RUN digits, when the caller knows (the compiled
