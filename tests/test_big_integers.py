@@ -19,7 +19,7 @@ from callstitch._exactjson import LONG_RUN, long_digit_run, loads_exact
 from callstitch._records import read_record, read_records
 from callstitch._text import compact_json
 
-from _formats import VARIANTS, Call, build, compact, format_of
+from _formats import VARIANTS, Call, bedrock_events, bedrock_eventstream, bedrock_sse, build, compact, format_of
 from _streams import DONE, chunk, tool_delta
 
 BIGS = [2**64, -(2**63) - 1, 10**30]
@@ -77,6 +77,21 @@ def test_openai_chat_arguments_as_an_object(impl, value):
     call, = impl.reassemble(body, format="openai-chat").tool_calls
     assert json.dumps(call.arguments) == json.dumps({"n": value, "l": [[value]]})
     assert call.raw_arguments == '{"n":%d,"l":[[%d]]}' % (value, value)
+
+
+@pytest.mark.parametrize("framing", ["eventstream", "sse"])
+def test_bedrock_input_as_an_object(impl, framing):
+    # A Converse-compatible server sending a tool's input as an object instead of its text.
+    value = {"n": 10**30, "l": [[-(2**63) - 1]]}
+    events = bedrock_events([Call("t1", "f", '{"x": 1}')])
+    deltas = [i for i, (name, obj) in enumerate(events) if name == "contentBlockDelta" and "toolUse" in obj["delta"]]
+    first = events[deltas[0]][1]
+    events[deltas[0]] = ("contentBlockDelta", {**first, "delta": {"toolUse": {"input": value}}})
+    events = [e for i, e in enumerate(events) if i not in deltas[1:]]
+    body = bedrock_eventstream(events) if framing == "eventstream" else bedrock_sse(events)
+    call, = impl.reassemble(body, format="bedrock").tool_calls
+    assert json.dumps(call.arguments) == json.dumps(value)
+    assert call.raw_arguments == compact(value)
 
 
 @pytest.mark.parametrize("value", BIGS)
