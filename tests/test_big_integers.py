@@ -163,7 +163,8 @@ def test_usage_and_other_values_twins_agree(both):
 
 @pytest.mark.parametrize("variant,sent", [
     ("gemini", b'"promptTokenCount":29'), ("anthropic", b'"input_tokens":472'),
-    ("openai-responses", b'"input_tokens":81'), ("cohere", b'"input_tokens":119'), ("bedrock-sse", b'"inputTokens":471'),
+    ("openai-responses", b'"input_tokens":81'), ("cohere", b'"input_tokens":119'),
+    ("bedrock-sse", b'"inputTokens":471'),
 ])
 def test_usage_counts_in_every_format(both, variant, sent):
     # The compiled twin keeps a usage object as its text until the end: it must read it as exactly.

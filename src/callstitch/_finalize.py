@@ -103,7 +103,8 @@ def _not_an_object(value: Any, data: bytes | bytearray, call_id: str | None, nam
 
 
 def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: int, call_id: str | None,
-                     name: str | None, long_run: bool | None = None) -> tuple[bytes | bytearray, Any, ArgumentsError | None, int]:
+                     name: str | None,
+                     long_run: bool | None = None) -> tuple[bytes | bytearray, Any, ArgumentsError | None, int]:
     """Parse a call's arguments, undoing cumulative or resent arguments only when the text as sent fails.
 
     cumulative: the lengths of the fragments while every fragment began with the one before

@@ -91,7 +91,7 @@ _END = object()
 
 
 def _compact_deep(value: Any) -> bytes:
-    """Write value as orjson would with no depth or integer limit: containers here, without recursion; leaves by orjson."""
+    """Write value as orjson would, with no depth or integer limit: containers here, without recursion."""
     out = bytearray()
     open_items: list[list] = []  # per open container: [its items' iterator, whether a dict, items written]
 
