@@ -20,7 +20,6 @@ import functools
 import warnings
 from typing import Any, Iterable, Iterator
 
-import orjson
 
 try:
     import pyarrow as pa
@@ -30,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"callstitch.spark needs pyspark and pyarrow: pip install 'callstitch[spark]' ({exc})") from None
 
 from ._accumulator import Accumulator
+from ._exactjson import loads_exact
 from ._formats.dispatch import check_format
 from ._limits import Limits
 from ._batch.turns import response_json
@@ -126,7 +126,7 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
         kind = _CHUNKS
     elif isinstance(body_type, T.ArrayType):
         # Spark writes the chunks as JSON on the JVM side (leaving out null fields, as the
-        # original JSON most likely did); the worker reads them back with orjson.
+        # original JSON most likely did); the worker reads them back (loads_exact).
         kind, body = _CHUNKS_JSON, F.to_json(body)
     else:
         raise TypeError(f"the column {body_col!r} is {body_type.simpleString()}; expected a body (string or "
@@ -236,7 +236,7 @@ def _reassembled(data: Any, kind: str, format: str, limits: Limits | None) -> An
     if kind == _RAW:
         acc.feed(data)
     else:
-        chunks = data if kind == _CHUNKS else orjson.loads(data)
+        chunks = data if kind == _CHUNKS else loads_exact(data)
         for chunk in chunks:
             acc.feed_chunk(chunk)
     return acc.finalize()

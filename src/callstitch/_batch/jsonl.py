@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from .._exactjson import loads_exact
 from .._limits import as_numbers, line_dropped
 from . import settings
 from .collect import Collector
@@ -124,7 +125,7 @@ class _Report:
 def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fmt: str, out: Collector,
               request_at: tuple[str, ...] | None = None) -> None:
     try:
-        obj = orjson.loads(line)
+        obj = loads_exact(line)  # a body given as chunk objects holds its arguments as values
     except orjson.JSONDecodeError as exc:
         out.problem(line_no, offset, "not JSON", f"the line is not JSON ({exc})")
         return

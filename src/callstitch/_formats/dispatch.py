@@ -19,6 +19,7 @@ from . import gemini as _gemini
 from . import ollama as _ollama
 from . import openai_chat as _openai_chat
 from . import openai_responses as _openai_responses
+from .._exactjson import exact, long_digit_run
 from .._state import error_text
 
 ADAPTERS = {
@@ -46,15 +47,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def decode_payload(data: bytes) -> Any:
-    """Parse one event's JSON payload with orjson.
+def decode_payload(data: bytes, long_run: bool | None = None) -> Any:
+    """Parse one event's JSON payload with orjson, integers beyond 64 bits exact (loads_exact, long_run as it takes it).
 
     orjson refuses a lone UTF-16 surrogate escape; a server that cuts arguments by UTF-16 units
-    sends exactly that, so such a payload is read with the standard library instead, and the
-    surrogate joined to its partner later. Anything else orjson refuses is an error.
+    sends exactly that, so such a payload is read with the standard library instead (which keeps
+    integers exact too), and the surrogate joined to its partner later. Anything else orjson
+    refuses is an error.
     """
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if "surrogate" not in str(exc) or b"\\u" not in data:
             raise
@@ -62,6 +64,10 @@ def decode_payload(data: bytes) -> Any:
             return json.loads(data, parse_constant=_reject_constant)
         except ValueError:
             raise exc from None
+    # loads_exact's test written out: a call less on every event of the general path
+    if long_run or (long_run is None and long_digit_run(data)):
+        return exact(data, value)
+    return value
 
 
 def detect(event: str | None, obj: Any) -> str | None:
@@ -94,14 +100,21 @@ def foreign(state: Any, event: str | None, obj: Any, offset: int | None) -> bool
     return True
 
 
-def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: int | None) -> None:
-    """Handle one framed event (SSE event name or event-stream type, payload bytes) the fast path did not."""
+def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: int | None,
+                 long_run: bool | None = None) -> None:
+    """Handle one framed event (SSE event name or event-stream type, payload bytes) the fast path did not.
+
+    long_run: whether data holds a run of digits an integer beyond 64 bits needs, when the caller
+    has looked (the compiled twin, in C); None to look here (_exactjson.loads_exact).
+    """
     if event is None and state.format == "openai-chat" and data[:1] == b"{":
         try:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
         else:
+            if long_run or (long_run is None and long_digit_run(data)):  # as loads_exact, a call less
+                obj = exact(data, obj)
             if state.recognised or not foreign(state, None, obj, offset):
                 _openai_chat.handle_chunk(acc, state, obj, offset)
             return
@@ -114,7 +127,7 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
     if not stripped and event != "error":
         return  # an event with empty data (a bare "data:" line) carries nothing
     try:
-        obj = decode_payload(data)
+        obj = decode_payload(data, long_run)
     except (orjson.JSONDecodeError, ValueError) as exc:
         kind = "in-band error" if event == "error" else "malformed chunk"
         state.error(kind, f"not valid JSON ({exc})", offset, data)

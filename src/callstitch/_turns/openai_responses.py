@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from orjson import loads
+from .._exactjson import loads_exact as loads
 
 # Text of a content part, by part type: which of the choice's texts its deltas went to (sink.TEXT_*).
 _PART_TEXT = {"output_text": 0, "refusal": 2, "reasoning_text": 1, "summary_text": 1}
