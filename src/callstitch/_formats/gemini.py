@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from .._state import error_text
+from .inband import error_text
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
 VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue", "structValue", "listValue")
@@ -26,6 +26,15 @@ _CUT_JSON = b"\\u0000callstitch-cut\\u0000"
 def claims(event: str | None, obj: Any) -> bool:
     """Tell whether an event is a Gemini response chunk."""
     return type(obj) is dict and ("candidates" in obj or "promptFeedback" in obj or "usageMetadata" in obj)
+
+
+class State:
+    """What a Gemini stream remembers between events."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open: dict[int, Builder] = {}  # choice -> its call whose arguments are being streamed
 
 
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
@@ -84,15 +93,14 @@ def start_call(acc: Any, state: Any, choice: int, name: str, call_id: Any, strea
     """A functionCall with a name: a whole call (args an object), or one whose arguments stream next."""
     close_open(acc, state, choice)
     if streamed:
-        state.notes.setdefault("open", {})[choice] = Builder(name, call_id if type(call_id) is str else None)
+        state.notes.open[choice] = Builder(name, call_id if type(call_id) is str else None)
     else:
         _emit(acc, choice, call_id, name, args)
 
 
 def open_call(state: Any, choice: int) -> Builder | None:
     """Return the call of a choice whose arguments are being streamed, if any."""
-    open_calls = state.notes.get("open")
-    return None if open_calls is None else open_calls.get(choice)
+    return state.notes.open.get(choice)
 
 
 def unusable(state: Any, entry: Any, offset: int | None, call: Any) -> None:
@@ -107,8 +115,7 @@ def _emit(acc: Any, choice: int, call_id: Any, name: str, args: Any) -> None:
 
 def close_open(acc: Any, state: Any, choice: int) -> None:
     """Hand over the choice's streamed call, if one is open, as built so far."""
-    open_calls = state.notes.get("open")
-    building = None if open_calls is None else open_calls.pop(choice, None)
+    building = state.notes.open.pop(choice, None)
     if building is not None:
         _emit(acc, choice, building.id, building.name, building.text())
 
@@ -122,7 +129,7 @@ def finish_choice(acc: Any, state: Any, choice: int, reason: str) -> None:
 
 def close(acc: Any, state: Any) -> None:
     """Take calls the stream never closed as they were built."""
-    for choice in list(state.notes.get("open", ())):
+    for choice in list(state.notes.open):
         close_open(acc, state, choice)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._state import error_text
+from .inband import error_text
 
 
 def claims(event: str | None, obj: Any) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._state import error_text
+from .inband import error_text
 
 TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
 _TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING),
