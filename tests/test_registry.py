@@ -111,6 +111,8 @@ def test_a_registered_format_is_asked_in_its_rank(impl, claim_everything):
     assert "everything" not in split.SPLITTABLE  # it declared no terminator
     result = impl.reassemble(b'data: {"choices": []}\n\ndata: {"type": "message_start"}\n\n')
     assert (result.format, result.text) == ("everything", "seen seen ")
+    with pytest.raises(ValueError, match="has no turn module"):  # a turn module is found by the adapter's name
+        result.to_response()
 
 
 def test_unregister_restores_every_table(claim_everything):
