@@ -29,6 +29,8 @@ def test_every_table_lists_the_registered_formats():
     assert set(split.SPLITTABLE) == {name for name, entry in registry.ENTRIES.items() if entry.terminator}
     for entry in registry.ENTRIES.values():
         assert callable(entry.adapter.handle) and callable(entry.adapter.claims), entry.name
+    assert registry.STARTS == {name: (registry.DEFAULT_FRAMING[name], registry.STATES.get(name))
+                               for name in registry.names()}
     assert registry.CLOSERS == {name: entry.adapter.close for name, entry in registry.ENTRIES.items()
                                 if hasattr(entry.adapter, "close")}
 

@@ -21,7 +21,8 @@ class StreamState:
         self.format = format
         # How the body is framed: "sse", "ndjson", "eventstream", "json-array", or None until its first
         # bytes tell (Gemini streams SSE with alt=sse, one JSON array without).
-        self.framing: str | None = _registry.DEFAULT_FRAMING.get(format, "sse")
+        framing, state_class = _STARTS[format]  # the format's default framing and State class, in one lookup
+        self.framing: str | None = framing
         self.framer: Any = None   # the framer object for a framing other than SSE
         self.head = b""           # first bytes held while the framing is not yet known
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once
@@ -37,8 +38,7 @@ class StreamState:
         # and keep what else they need to remember between events in notes: their own State object
         # (None for "auto" until the format is known, and for a format that keeps nothing).
         self.keys: dict[Any, int] = {}
-        state = _registry.STATES.get(format)  # inline, not new_state(): a tiny stream pays for every call
-        self.notes: Any = None if state is None else state()
+        self.notes: Any = None if state_class is None else state_class()  # inline: a tiny stream pays for every call
         # Whether the body was a stream of this format at all (_dispatch.foreign, _recognition):
         self.recognised = False   # an event of the format has come
         self.misnamed: str | None = None  # the other format the events look like, once reported
@@ -107,7 +107,7 @@ class RawJSON(bytes):
     __slots__ = ()
 
 
-# Last, and the module (not its names): the registry imports the adapters, and they (through _text
-# and _finalize) import this module's names; whichever of the two is imported first, the other is
-# then partial, and StreamState reads the registry's tables only when a stream starts.
-from ._formats import registry as _registry  # noqa: E402
+# Last: the registry imports the adapters, and they (through _text and _finalize) import this
+# module's names; whichever of the two is imported first, the other is then partial (the registry
+# defines its tables before it imports the adapters, and fills them in place).
+from ._formats.registry import STARTS as _STARTS  # noqa: E402

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Optional
 
-from . import anthropic, bedrock, cohere, gemini, ollama, openai_chat, openai_responses
 from .._wire.framing import NDJSON, SSE
 
 AUTO = "auto"
@@ -53,6 +52,9 @@ TERMINATORS: dict[str, re.Pattern] = {}
 FAST_CODES: dict[str, int] = {}
 STATES: dict[str, type] = {}       # the adapters' State classes, for those that remember something
 CLOSERS: dict[str, Callable] = {}  # the adapters' close(acc, state), for those that have one
+# What a stream of each format starts with, in one lookup (StreamState, once per stream): its
+# default framing and its State class (None: it keeps none).
+STARTS: dict[str, tuple[Optional[str], Optional[type]]] = {AUTO: (None, None)}
 
 
 def register(fmt: Format) -> Format:
@@ -70,6 +72,7 @@ def register(fmt: Format) -> Format:
         STATES[fmt.name] = fmt.adapter.State
     if hasattr(fmt.adapter, "close"):
         CLOSERS[fmt.name] = fmt.adapter.close
+    STARTS[fmt.name] = (fmt.framing, STATES.get(fmt.name))
     ranked = sorted(ENTRIES.values(), key=lambda entry: entry.rank)
     DETECTION[:] = [(entry.name, entry.adapter.claims) for entry in ranked]
     return fmt
@@ -78,7 +81,7 @@ def register(fmt: Format) -> Format:
 def unregister(name: str) -> None:
     """Remove a format registered before (for tests that add a toy one)."""
     del ENTRIES[name]
-    for table in (ADAPTERS, DEFAULT_FRAMING, TERMINATORS, FAST_CODES, STATES, CLOSERS):
+    for table in (ADAPTERS, DEFAULT_FRAMING, TERMINATORS, FAST_CODES, STATES, CLOSERS, STARTS):
         table.pop(name, None)
     DETECTION[:] = [pair for pair in DETECTION if pair[0] != name]
 
@@ -93,6 +96,10 @@ def names() -> tuple[str, ...]:
     """Return the format names a caller may pass, in the order they were registered, then "auto"."""
     return tuple(ENTRIES) + (AUTO,)
 
+
+# The adapters are imported only now, the tables above defined: through _text and _finalize they
+# import _state, which takes STARTS from this module, partial as it then is.
+from . import anthropic, bedrock, cohere, gemini, ollama, openai_chat, openai_responses  # noqa: E402
 
 # The seven formats. Codes: the compiled twin's FMT_CHAT … FMT_OLLAMA. Ranks: responses, anthropic
 # and cohere name their events; bedrock's and gemini's keys are their own; ollama's "done" line
