@@ -11,8 +11,9 @@ from _formats import CALLS, build, whole_call_bodies
 from _streams import chunk, tool_delta
 
 from callstitch import Limits
+from callstitch._formats import registry
 
-FORMATS = ["openai-chat", "auto", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"]
+FORMATS = list(registry.names())
 
 
 def both_agree(both, body, fmt="openai-chat", limits=None):

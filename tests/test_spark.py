@@ -27,13 +27,14 @@ from pyspark.sql import types as T  # noqa: E402
 
 import callstitch  # noqa: E402
 import callstitch.spark as cs_spark  # noqa: E402
+from callstitch._formats import registry  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURES = os.path.join(HERE, "fixtures", "captures")
-FORMATS = {"openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"}
+FORMATS = set(registry.ADAPTERS)
 CALL_FIELDS = ["choice", "index", "id", "name", "kind", "arguments", "error", "quirks"]
 
 

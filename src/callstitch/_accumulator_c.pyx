@@ -16,6 +16,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from ._formats import dispatch as _dispatch
+from ._formats import registry as _registry
 from ._wire import framing as _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
@@ -154,7 +155,7 @@ cdef int _CUT_EVENT_BYTES = CUT_EVENT_BYTES
 # 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.
 cdef Py_ssize_t _GROWTH = 5
 
-cdef frozenset _KNOWN_FORMATS = frozenset(_dispatch.FORMATS)
+cdef frozenset _KNOWN_FORMATS = frozenset(_registry.names())  # one registered later: check_format
 cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
 cdef object _ChatTurn = _turn_chat.ChatTurn
@@ -1175,7 +1176,7 @@ Reassemble the tool calls of one streamed response.
             item = PyUnicode_DecodeUTF8(<const char *>key.p, key.n, NULL)
             index = self._state.keys.get(item)
             cs = self._choices.get(0)
-            if index is None or cs is None or item not in self._state.notes.get("calls", ()):
+            if index is None or cs is None or item not in self._state.notes.calls:
                 return None
             slot = cs.by_index.get(index)
             if slot is None:

@@ -12,7 +12,7 @@ from . import __version__
 from ._accumulator import IMPLEMENTATION
 from ._batch.run import CONTAINERS, Batch
 from ._batch.turns import EMITS
-from ._formats.dispatch import FORMATS
+from ._formats import registry
 from ._limits import Limits
 from ._batch.progress import Progress
 
@@ -373,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     re_.add_argument("inputs", nargs="*", metavar="INPUT",
                      help="files, directories, glob patterns, or '-' for standard input (the default)")
-    re_.add_argument("--format", default="auto", choices=FORMATS,
+    re_.add_argument("--format", default="auto", choices=registry.names(),
                      help="the wire format (default: %(default)s: detected from each source's first response)")
     re_.add_argument("--field", metavar="PATH",
                      help="read inputs as JSONL logs, the body of each line at this dotted path "

@@ -16,7 +16,7 @@ assert (_RUN, _CALL) == (_G_RUN, _G_CALL)
 cdef int _gemini_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply a Gemini chunk in place as _gemini.handle does; 0 sends it the general way."""
     # While a call's arguments stream, most chunks are the next piece of a string: try that first.
-    if acc._state.notes.get("open") and _gemini_piece(acc, data, n):
+    if acc._state.notes.open and _gemini_piece(acc, data, n):
         _paths[PATH_GEMINI_PIECE] += 1
         return 1
     return _gemini_chunk(acc, data, n)
@@ -168,8 +168,7 @@ cdef int _gemini_call(Accumulator acc, object turn, object choice, cs_val *part,
 
 cdef object _gemini_open(Accumulator acc, object choice):
     """Return the choice's call whose arguments are being streamed, or None (_gemini.open_call)."""
-    open_calls = acc._state.notes.get("open")
-    return None if open_calls is None else open_calls.get(choice)
+    return acc._state.notes.open.get(choice)
 
 
 cdef object _gemini_entry(Accumulator acc, object building, cs_val *entry):

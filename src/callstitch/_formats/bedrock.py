@@ -29,6 +29,15 @@ def claims(event: str | None, obj: Any) -> bool:
     return name in _EVENTS or (event is not None and event.endswith("Exception"))
 
 
+class State:
+    """What a Bedrock ConverseStream remembers between events."""
+
+    __slots__ = ("tools",)
+
+    def __init__(self) -> None:
+        self.tools: set[int] = set()  # content block indices that are tool calls
+
+
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one ConverseStream event."""
     name, body = _unwrap(event, obj)
@@ -47,7 +56,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             return
         tool = delta.get("toolUse")
         if type(tool) is dict:
-            if index in notes.get("tools", ()):
+            if index in notes.tools:
                 acc.fragment(0, index, None, None, tool.get("input"))
             return
         if type(delta.get("text")) is str:
@@ -59,7 +68,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         index, start = body.get("contentBlockIndex"), body.get("start")
         tool = start.get("toolUse") if type(start) is dict else None
         if type(index) is int and type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
-            notes.setdefault("tools", set()).add(index)
+            notes.tools.add(index)
             call_id, tool_name = tool.get("toolUseId"), tool.get("name")
             acc.fragment(0, index, call_id if type(call_id) is str else None,
                           tool_name if type(tool_name) is str else None, None)
@@ -72,7 +81,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         acc.complete(None, None)
     elif name == "contentBlockStop":
         index = body.get("contentBlockIndex")
-        if type(index) is int and index in notes.get("tools", ()):
+        if type(index) is int and index in notes.tools:
             acc.complete(0, index)
     elif name == "metadata":
         if body.get("usage") is not None:

@@ -3,6 +3,8 @@
 Each format adapter is a module with ``handle(acc, state, event, obj, offset)``, which applies
 one parsed event to the accumulator, and optionally ``close(acc, state)``, called before the
 result is built, and ``claims(event, obj)``, which tells format="auto" that an event is its own.
+The adapters, and the order auto-detection asks them in, come from the registry (registry.py);
+what an adapter may call on the accumulator is the Sink protocol (sink.py).
 """
 
 from __future__ import annotations
@@ -12,34 +14,16 @@ from typing import Any
 
 import orjson
 
-from . import anthropic as _anthropic
-from . import bedrock as _bedrock
-from . import cohere as _cohere
-from . import gemini as _gemini
-from . import ollama as _ollama
 from . import openai_chat as _openai_chat
-from . import openai_responses as _openai_responses
 from .._exactjson import exact, long_digit_run
-from .._state import error_text
-
-ADAPTERS = {
-    "openai-chat": _openai_chat,
-    "openai-responses": _openai_responses,
-    "anthropic": _anthropic,
-    "gemini": _gemini,
-    "bedrock": _bedrock,
-    "cohere": _cohere,
-    "ollama": _ollama,
-}
-FORMATS = tuple(ADAPTERS) + ("auto",)
-# The order auto-detection asks the adapters in: the most specific first.
-_DETECTION_ORDER = ("openai-responses", "anthropic", "cohere", "bedrock", "gemini", "ollama", "openai-chat")
+from .inband import error_text
+from .registry import ADAPTERS, AUTO, CLOSERS, DETECTION, names, new_state
 
 
 def check_format(format: str) -> str:
     """Return format if callstitch knows it, else raise ValueError naming the known ones."""
-    if format not in FORMATS:
-        raise ValueError(f"unknown format {format!r}; known formats: {', '.join(FORMATS)}")
+    if format not in ADAPTERS and format != AUTO:
+        raise ValueError(f"unknown format {format!r}; known formats: {', '.join(names())}")
     return format
 
 
@@ -72,8 +56,8 @@ def decode_payload(data: bytes, long_run: bool | None = None) -> Any:
 
 def detect(event: str | None, obj: Any) -> str | None:
     """Return the format an event belongs to, or None when it does not tell."""
-    for name in _DETECTION_ORDER:
-        if ADAPTERS[name].claims(event, obj):
+    for name, claims in DETECTION:
+        if claims(event, obj):
             return name
     return None
 
@@ -149,6 +133,7 @@ def handle_parsed(acc: Any, state: Any, event: str | None, obj: Any, offset: int
                 state.error("unexpected shape", "an event of no known format", offset, obj)
             return
         state.format = found
+        state.notes = new_state(found)
         state.recognised = True
     if event == "error":
         state.error("in-band error", error_text(obj.get("error", obj) if type(obj) is dict else obj), offset, obj)
@@ -183,11 +168,8 @@ def handle_object(acc: Any, state: Any, obj: Any) -> None:
     handle_parsed(acc, state, None, obj, None)
 
 
-_CLOSERS = {name: adapter.close for name, adapter in ADAPTERS.items() if hasattr(adapter, "close")}
-
-
 def close(acc: Any, state: Any) -> None:
     """Let the format adapter hand over what it still holds, before the result is built."""
-    closer = _CLOSERS.get(state.format)
+    closer = CLOSERS.get(state.format)
     if closer is not None:
         closer(acc, state)

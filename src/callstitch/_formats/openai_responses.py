@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._state import error_text
 from .._turns.openai_responses import ResponsesTurn
+from .inband import error_text
 
 _TEXT = {"response.output_text.delta": 0, "response.reasoning_summary_text.delta": 1,
          "response.reasoning_text.delta": 1, "response.refusal.delta": 2}
@@ -26,6 +26,16 @@ def claims(event: str | None, obj: Any) -> bool:
     return type(obj) is dict and type(obj.get("type")) is str and obj["type"].startswith("response.")
 
 
+class State:
+    """What a Responses stream remembers between events."""
+
+    __slots__ = ("calls", "streamed")
+
+    def __init__(self) -> None:
+        self.calls: set[str] = set()     # item ids of function_call and custom_tool_call items
+        self.streamed: set[str] = set()  # items whose arguments came as deltas (or were taken whole)
+
+
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Responses stream event."""
     if type(obj) is not dict:
@@ -40,9 +50,9 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     if kind == "response.function_call_arguments.delta" or kind == "response.custom_tool_call_input.delta":
         # A custom tool call's input streams as function arguments do (its item says it is custom).
         item, delta = obj.get("item_id"), obj.get("delta")
-        if type(item) is str and item in notes.get("calls", ()) and type(delta) is str:
+        if type(item) is str and item in notes.calls and type(delta) is str:
             if delta:  # an empty delta brings nothing: the done event's arguments still count
-                notes["streamed"].add(item)
+                notes.streamed.add(item)
             acc.fragment(0, state.key(item), None, None, delta)
     elif kind in _TEXT:
         delta = obj.get("delta")
@@ -63,7 +73,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             turn.added.append([obj, slot])
     elif kind == "response.function_call_arguments.done" or kind == "response.custom_tool_call_input.done":
         item = obj.get("item_id")
-        if type(item) is str and item in notes.get("calls", ()):
+        if type(item) is str and item in notes.calls:
             sent = obj.get("arguments" if kind.endswith("arguments.done") else "input")
             if kind.endswith("input.done") and sent is not None and type(sent) is not str:
                 state.error("unexpected shape", "custom tool call input is not a string", offset, obj)
@@ -109,8 +119,7 @@ def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False,
     key = item.get("id") or item.get("call_id")
     if type(key) is not str:
         return None  # an item with no usable id cannot be told apart from the others
-    calls = state.notes.setdefault("calls", set())
-    state.notes.setdefault("streamed", set())
+    calls = state.notes.calls
     call_id, name = item.get("call_id"), item.get("name")
     if key not in calls:
         calls.add(key)
@@ -129,7 +138,8 @@ def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False,
 
 def _arguments(acc: Any, state: Any, key: Any, arguments: Any) -> None:
     """Take the complete arguments a done event repeats, unless deltas already brought them."""
-    if key in state.notes["streamed"] or arguments in (None, ""):
+    streamed = state.notes.streamed
+    if key in streamed or arguments in (None, ""):
         return
-    state.notes["streamed"].add(key)
+    streamed.add(key)
     acc.fragment(0, state.key(key), None, None, arguments)
