@@ -30,7 +30,16 @@ def summary(result):
     calls = [(c.id, c.name, c.choice, c.index, c.arguments, c.raw_arguments,
               None if c.error is None else (c.error.kind, c.error.offset), c.quirks) for c in result.tool_calls]
     errors = [(e.kind, e.offset) for e in result.errors]
-    return calls, errors, result.complete, result.format, result.text, result.reasoning, result.finish_reason
+    return (calls, errors, result.complete, result.format, result.text, result.reasoning, result.finish_reason,
+            turn(result))
+
+
+def turn(result):
+    """The whole turn (to_response() and each choice's to_message()), or what asking for it raised."""
+    try:
+        return result.to_response(), [result.to_message(choice.index) for choice in result.choices[:1]]
+    except Exception as exc:  # noqa: BLE001 - the twins must agree on the failure too
+        return repr(exc)
 
 
 def result_of(implementation, fmt, body, cuts, limits):

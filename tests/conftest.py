@@ -4,6 +4,7 @@ import importlib
 from types import SimpleNamespace
 
 import pytest
+from _streams import random_cuts
 
 from callstitch._api import make_reassemble
 
@@ -28,3 +29,31 @@ def impl(request):
 def both():
     """Both twins at once, for tests that compare them."""
     return [load_implementation(k) for k in IMPLEMENTATIONS]
+
+
+# ---------------------------------------------------------------- the twin-parity helper
+
+
+def run(impl, body, fmt, cuts=(), limits=None):
+    """Reassemble body fed in pieces cut at cuts; return the result and every call handed over early."""
+    acc = impl.Accumulator(format=fmt, limits=limits)
+    early = []
+    last = 0
+    for cut in list(cuts) + [len(body)]:
+        early += acc.feed(body[last:cut])
+        last = cut
+    return acc.finalize(), early
+
+
+def agree(both, body, fmt="ollama", limits=None, seeds=range(4)):
+    """Both twins, whole, byte by byte and cut at random: the same result, errors and hand-overs."""
+    ways = [(), range(1, len(body))] + [random_cuts(len(body), seed) for seed in seeds]
+    first = None
+    for cuts in ways:
+        for impl in both:
+            result, early = run(impl, body, fmt, cuts, limits)
+            seen = (result, [str(e) for e in result.errors], [(c.id, c.name, c.raw_arguments) for c in early])
+            if first is None:
+                first = seen
+            assert seen == first, (impl.name, cuts)
+    return first[0]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from test_ndjson import agree
+from conftest import agree
 
 
 def event(obj, name=None):

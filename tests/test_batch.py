@@ -18,12 +18,13 @@ import pytest
 import callstitch
 from callstitch._batch import plan, pool, settings
 from callstitch._batch.split import Splitter
+from callstitch._formats import registry
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
 
 CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
-FORMATS = ["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"]
+FORMATS = list(registry.ADAPTERS)
 
 
 @pytest.fixture

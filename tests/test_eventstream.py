@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from _formats import CALLS, bedrock_body, es_event, es_exception, eventstream_message
-from test_ndjson import agree
+from conftest import agree
 
 from callstitch import Limits, _accumulator_c
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _formats import CALLS, build, function_call, gemini_chunk, gemini_sse, pa, vertex_args, vertex_open
-from test_ndjson import agree
+from conftest import agree
 
 from callstitch import Limits, _accumulator_c
 

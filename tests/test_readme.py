@@ -47,11 +47,13 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "batch": "callstitch.reassemble_many(",
            "listing": "-> Result",
            "spark": "from callstitch.spark import reassemble",
+           "spark-turns": 'emit="turns")\nturns.selectExpr(',  # test_spark.py runs emit="turns"
            "turn-openai-chat": "# a chat.completion dict",
            "turn-anthropic": "messages.append(result.to_message())               # thinking",
            "gemini-turn": "contents.append(result.to_message())",  # run by tests/test_turn_gemini.py
            "turn-cohere": "cohere_sse_stream",  # run by tests/test_turn_cohere.py
            "turn-ollama": "ollama_ndjson_stream",  # run by tests/test_turn_ollama.py
+           "turn-openai-responses": "client.responses.with_streaming_response.create(",  # test_turn_openai_responses
            "turn-bedrock": "converse_stream_body"}  # run by tests/test_turn_bedrock.py
 
 

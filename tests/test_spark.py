@@ -27,13 +27,14 @@ from pyspark.sql import types as T  # noqa: E402
 
 import callstitch  # noqa: E402
 import callstitch.spark as cs_spark  # noqa: E402
+from callstitch._formats import registry  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURES = os.path.join(HERE, "fixtures", "captures")
-FORMATS = {"openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama"}
+FORMATS = set(registry.ADAPTERS)
 CALL_FIELDS = ["choice", "index", "id", "name", "kind", "arguments", "error", "quirks"]
 
 
@@ -469,3 +470,32 @@ def test_custom_calls_have_their_kind(spark, tmp_path):
         record["stream"] = 0
     assert got == expected
     assert cs_spark.call_schema()["kind"].dataType == T.StringType()
+
+
+# -- emit="turns" ---------------------------------------------------------------------------------
+
+def test_turn_rows_equal_the_clis_turn_records(spark, tmp_path):
+    bodies = _text_bodies()
+    log = _log(tmp_path, bodies)
+    expected, _ = _expected([log], field="body", emit="turns")
+    df = spark.createDataFrame([(i, b) for i, b in enumerate(bodies)], "n long, body string")
+    rows = sorted(cs_spark.reassemble(df, keep="n", emit="turns").collect(), key=lambda r: r["n"])
+    assert [f.name for f in cs_spark.turn_schema().fields] == [name for name, _ in cs_spark.TURN_COLUMNS]
+    by_line = {r["stream"]: r for r in expected}
+    assert len(rows) == len(bodies)  # one row per input row, null and empty bodies too
+    for row in rows:
+        record = by_line.get(row["n"])
+        if record is None:  # a null body: no record in the log's run (its line has no body)
+            assert row["response"] is None and row["errors"]
+            continue
+        got = None if row["response"] is None else orjson.loads(row["response"])
+        assert (row["format"], row["complete"], got, row["errors"]) == (
+            record["format"], record["complete"], record["response"], record["errors"])
+
+
+def test_turns_refuse_an_unknown_emit_and_a_clashing_column(spark):
+    df = spark.createDataFrame([("x", "data: [DONE]\n\n")], "response string, body string")
+    with pytest.raises(ValueError, match="unknown emit"):
+        cs_spark.reassemble(df, emit="rows")
+    with pytest.raises(ValueError, match="clash"):
+        cs_spark.reassemble(df, keep="response", emit="turns")

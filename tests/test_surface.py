@@ -19,12 +19,13 @@ import callstitch
 from _formats import CALLS
 from _streams import DONE, chunk, dumps, random_cuts, tool_delta
 from callstitch import _accumulator_c, _accumulator_py
+from callstitch._formats import registry
 from callstitch._tee import ATee, Tee
 
 # nginx's own page, as a load balancer in front of a model server sends it
 BAD_GATEWAY = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
                b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
-FORMATS = ["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama", "auto"]
+FORMATS = list(registry.names())
 NAMED = FORMATS[:-1]
 
 

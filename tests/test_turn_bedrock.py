@@ -318,3 +318,9 @@ def test_the_readme_example_runs(on_twin):
         exec(_block("converse_stream_body"), names)
     assert [m["role"] for m in received[0]["messages"]] == ["user", "assistant", "user"]
     assert received[0]["messages"][1]["content"][0]["reasoningContent"]["reasoningText"]["signature"]
+
+
+def test_a_server_tools_input_keeps_big_integers_exact(impl):
+    body = bedrock_body((), server_tools=[Call("tooluse_s1", "nova_code_interpreter", '{"n": 123456789012345678901234}')])
+    _, response, _ = turn(impl, body)
+    assert response["output"]["message"]["content"][0]["toolUse"]["input"] == {"n": 123456789012345678901234}

@@ -16,6 +16,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from ._formats import dispatch as _dispatch
+from ._formats import registry as _registry
 from ._wire import framing as _framing
 from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
@@ -30,6 +31,7 @@ from ._formats import cohere as _cohere
 from ._formats import gemini as _gemini
 from ._formats import openai_responses as _responses
 from ._turns import openai_chat as _turn_chat
+from ._exactjson import exact as _exact
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 from orjson import loads as _loads
 
@@ -107,6 +109,7 @@ cdef extern from "_c/scan.h" nogil:
     int cs_ollama_line(const unsigned char *p, Py_ssize_t n, cs_oline *line, cs_ocall *calls, int max)
     bint cs_same(const unsigned char *p, const char *lit, size_t n)
     Py_ssize_t cs_compact(const unsigned char *p, Py_ssize_t n, unsigned char *out)
+    bint cs_long_digit_run(const unsigned char *p, Py_ssize_t n)
 
 cdef extern from "_c/eventstream.h" nogil:
     void es_crc_init()
@@ -152,7 +155,7 @@ cdef int _CUT_EVENT_BYTES = CUT_EVENT_BYTES
 # 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.
 cdef Py_ssize_t _GROWTH = 5
 
-cdef frozenset _KNOWN_FORMATS = frozenset(_dispatch.FORMATS)
+cdef frozenset _KNOWN_FORMATS = frozenset(_registry.names())  # one registered later: check_format
 cdef tuple _DEFAULT_NUMBERS = as_numbers(None)
 cdef object _handle_event = _dispatch.handle_event
 cdef object _ChatTurn = _turn_chat.ChatTurn
@@ -901,7 +904,7 @@ Reassemble the tool calls of one streamed response.
         _paths[PATH_GENERAL] += 1
         self._anth_open[0] = self._anth_open[1] = -1  # the turn's open blocks may change: ask it again
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
-                      self._data_offset)
+                      self._data_offset, cs_long_digit_run(data, n))
         if self._halting:
             self._ended_seen = self._state.ended
         if not self._seen:
@@ -1147,6 +1150,9 @@ Reassemble the tool calls of one streamed response.
         usage = self._state.usage
         if type(usage) is RawJSON and len(<bytes>usage) == v.n and memcmp(<const char *><bytes>usage, v.p, v.n) == 0:
             return 0  # the same usage again, as Gemini sends with every chunk
+        if cs_long_digit_run(v.p, v.n):  # a count beyond 64 bits, maybe: read exactly now (the rare case)
+            self._state.usage = _loads_exact((<const char *>v.p)[:v.n])
+            return 0
         self._state.usage = RawJSON((<const char *>v.p)[:v.n])
         return 0
 
@@ -1170,7 +1176,7 @@ Reassemble the tool calls of one streamed response.
             item = PyUnicode_DecodeUTF8(<const char *>key.p, key.n, NULL)
             index = self._state.keys.get(item)
             cs = self._choices.get(0)
-            if index is None or cs is None or item not in self._state.notes.get("calls", ()):
+            if index is None or cs is None or item not in self._state.notes.calls:
                 return None
             slot = cs.by_index.get(index)
             if slot is None:
@@ -1639,7 +1645,7 @@ Reassemble the tool calls of one streamed response.
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
                                   slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
-                                  slot.custom)
+                                  slot.custom, _buf_long_run(slot.buf))
             slot.call_nfrags = slot.nfrags
             slot.shared = not final
         return slot.call

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from orjson import JSONDecodeError as _JSONDecodeError
-from orjson import loads as _loads
 
 from ._formats import dispatch as _dispatch
 from ._wire import framing as _framing
@@ -24,6 +23,7 @@ from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, Limits,
 from ._formats.recognition import unrecognised
 from ._results import Result, ToolCall
 from ._state import StreamState, finalized
+from ._exactjson import loads_exact
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
@@ -345,7 +345,7 @@ class Accumulator:
             _dispatch.handle_event(self, self._state, None, payload, offset)
             return
         try:
-            chunk = _loads(payload)
+            chunk = loads_exact(payload)
         except _JSONDecodeError:
             _dispatch.handle_event(self, self._state, None, payload, offset)
             return

@@ -11,7 +11,8 @@ from typing import Any, BinaryIO
 from . import __version__
 from ._accumulator import IMPLEMENTATION
 from ._batch.run import CONTAINERS, Batch
-from ._formats.dispatch import FORMATS
+from ._batch.turns import EMITS
+from ._formats import registry
 from ._limits import Limits
 from ._batch.progress import Progress
 
@@ -24,6 +25,12 @@ Read captured streamed LLM responses and print one JSON line per tool call:
 
 plus "raw_arguments" (the text as received) when the arguments did not parse,
 and "reason" with it when they are nested too deep (over 500 levels) to write.
+With --emit turns, one line per stream instead: {"source", "stream", "format",
+"complete", "response": the provider's own non-streamed response, "errors": [...]}
+(and "request" with --request-field). With --emit chat-messages (JSONL logs of
+OpenAI chat, --request-field naming each line's request): one line per choice of
+each clean stream, {"messages": [...the request's, the assistant's], "tools": [...]},
+the OpenAI fine-tuning shape; a cut or failed stream is reported, not written.
 
 Inputs: files, directories (walked recursively; regular files named *.sse, *.txt,
 *.ndjson, *.jsonl, *.eventstream, *.har, *.log, *.stream, *.bin, compressed or not;
@@ -70,6 +77,9 @@ examples:
   callstitch reassemble gateway.jsonl --field response.body  # one response per line
   callstitch reassemble session.har
   callstitch reassemble captures/ --output-format parquet -o calls.parquet
+  callstitch reassemble captures/ --emit turns -o turns.jsonl   # a record per stream
+  callstitch reassemble gateway.jsonl --field response.body --request-field request \
+      --emit chat-messages -o train.jsonl                         # fine-tuning data
   callstitch reassemble big.sse | head                        # ends quietly"""
 
 
@@ -116,14 +126,18 @@ class _ParquetSink:
         import pyarrow.parquet as pq
 
         self._pa = pa
-        self.schema = pa.schema([
+        self.schema = self._schema(pa)
+        self._writer = pq.ParquetWriter(target, self.schema)
+        self._cols: dict[str, list] = {name: [] for name in self.schema.names}
+
+    @staticmethod
+    def _schema(pa: Any) -> Any:
+        return pa.schema([
             ("source", pa.string()), ("stream", pa.int64()), ("choice", pa.int64()), ("index", pa.int64()),
             ("id", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("arguments", pa.string()),
             ("error", pa.string()),
             ("quirks", pa.list_(pa.string())), ("raw_arguments", pa.string()), ("reason", pa.string()),
         ])
-        self._writer = pq.ParquetWriter(target, self.schema)
-        self._cols: dict[str, list] = {name: [] for name in self.schema.names}
 
     def write(self, chunk: bytes) -> None:
         from ._records import read_records, to_json
@@ -162,6 +176,30 @@ class _ParquetSink:
     def close(self) -> None:
         self._flush()
         self._writer.close()
+
+
+class _TurnParquetSink(_ParquetSink):
+    """Write --emit turns records as Parquet: the response and the request as JSON string columns."""
+
+    @staticmethod
+    def _schema(pa: Any) -> Any:
+        return pa.schema([
+            ("source", pa.string()), ("stream", pa.int64()), ("format", pa.string()), ("complete", pa.bool_()),
+            ("response", pa.large_string()), ("errors", pa.list_(pa.string())), ("request", pa.large_string()),
+        ])
+
+    def write(self, chunk: bytes) -> None:
+        from ._records import read_records, to_json
+
+        cols = self._cols
+        for r in read_records(chunk):
+            for name in ("source", "stream", "format", "complete", "errors"):
+                cols[name].append(r[name])
+            for name in ("response", "request"):  # written by _records, so writable again
+                value = r.get(name)
+                cols[name].append(None if value is None else to_json(value).decode())
+        if len(cols["source"]) >= self._ROWS:
+            self._flush()
 
 
 EXIT_OUTPUT = 3  # the output could not be written (1: the data had errors; 2: usage)
@@ -210,7 +248,7 @@ def _open_output(args: argparse.Namespace, fmt: str) -> tuple[Any, Any]:
     target: Any = args.output if args.output else sys.stdout.buffer
     try:
         if fmt == "parquet":
-            sink: Any = _ParquetSink(target)
+            sink: Any = (_TurnParquetSink if args.emit == "turns" else _ParquetSink)(target)
             return _guarded(sink.write), _guarded(sink.close)
         out: BinaryIO = open(target, "wb") if args.output else target
     except OSError as exc:
@@ -234,6 +272,7 @@ def reassemble_command(args: argparse.Namespace) -> int:
     where = repr(args.output) if args.output else "standard output"
     try:
         fmt = output_format(args)
+        _check_emit(args, fmt)
         write, close = _open_output(args, fmt)
     except ValueError as exc:
         err.write(f"callstitch: {exc}\n")
@@ -247,7 +286,8 @@ def reassemble_command(args: argparse.Namespace) -> int:
     progress = Progress(err) if not quiet and err.isatty() else None
     batch = Batch(args.inputs or ["-"], format=args.format, field=args.field, jobs=args.jobs,
                   container=args.container, on_problem=_problem_printer(err),
-                  on_progress=progress.update if progress is not None else None, limits=_limits(args))
+                  on_progress=progress.update if progress is not None else None, limits=_limits(args),
+                  emit=args.emit, request_field=args.request_field)
     started = time.perf_counter()
     try:
         for chunk in batch.chunks():
@@ -270,6 +310,17 @@ def reassemble_command(args: argparse.Namespace) -> int:
     if not quiet:
         err.write(_summary_text(batch.summary, time.perf_counter() - started) + "\n")
     return 1 if batch.summary.failed else 0
+
+
+def _check_emit(args: argparse.Namespace, fmt: str) -> None:
+    """Raise ValueError for --emit and --request-field options that do not go together."""
+    if args.request_field and not args.field:
+        raise ValueError("--request-field reads JSONL logs: name where each line's body is with --field too")
+    if args.emit == "chat-messages":
+        if not args.request_field:
+            raise ValueError("--emit chat-messages needs each line's request: name it with --request-field")
+        if fmt == "parquet":
+            raise ValueError("--emit chat-messages writes fine-tuning JSON lines: use -o with a .jsonl name")
 
 
 def _jobs(text: str) -> int:
@@ -322,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     re_.add_argument("inputs", nargs="*", metavar="INPUT",
                      help="files, directories, glob patterns, or '-' for standard input (the default)")
-    re_.add_argument("--format", default="auto", choices=FORMATS,
+    re_.add_argument("--format", default="auto", choices=registry.names(),
                      help="the wire format (default: %(default)s: detected from each source's first response)")
     re_.add_argument("--field", metavar="PATH",
                      help="read inputs as JSONL logs, the body of each line at this dotted path "
@@ -336,6 +387,12 @@ def build_parser() -> argparse.ArgumentParser:
     re_.add_argument("--output-format", choices=("jsonl", "parquet"),
                      help="jsonl or parquet (needs pyarrow; arguments as a JSON string column); default: "
                           "from -o's suffix (.parquet: parquet; .jsonl, .json, .ndjson or other: jsonl)")
+    re_.add_argument("--emit", default="calls", choices=EMITS,
+                     help="a record per tool call (the default), per stream's whole turn (turns), or OpenAI "
+                          "fine-tuning lines of chat logs (chat-messages, with --request-field)")
+    re_.add_argument("--request-field", metavar="PATH",
+                     help="with --field: where each log line holds its request (e.g. request.body); joined "
+                          "into --emit turns records and needed by --emit chat-messages")
     re_.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar and no summary (problems are still reported)")
     limits = re_.add_argument_group(

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from ._exactjson import exact, long_digit_run, loads_exact
 from ._limits import CUT_LIMITS
 from ._results import ArgumentsError, Choice, Result, ToolCall
 from ._state import RawJSON
@@ -72,8 +73,12 @@ def _classify(data: bytes, exc: orjson.JSONDecodeError, text: str) -> tuple[str,
     return "malformed", offset
 
 
-def parse_arguments(data: bytes | bytearray, call_id: str | None, name: str | None) -> tuple[Any, ArgumentsError | None, bool]:
-    """Parse a call's argument bytes once; return (arguments, error, whether the text parsed as JSON)."""
+def parse_arguments(data: bytes | bytearray, call_id: str | None, name: str | None,
+                    long_run: bool | None = None) -> tuple[Any, ArgumentsError | None, bool]:
+    """Parse a call's argument bytes once; return (arguments, error, whether the text parsed as JSON).
+
+    Integers beyond 64 bits come out exact; long_run: as loads_exact takes it.
+    """
     if not data or (data[0] in b" \t\r\n" and not data.strip(b" \t\r\n")):
         return {}, None, True
     try:
@@ -87,6 +92,8 @@ def parse_arguments(data: bytes | bytearray, call_id: str | None, name: str | No
         kind, offset = _classify(data, exc, raw)
         return None, ArgumentsError(kind, str(exc).split(":")[0], call_id=call_id, name=name, offset=offset,
                                     raw=raw), False
+    if long_run or (long_run is None and long_digit_run(data)):  # loads_exact's test written out: a call less
+        value = exact(data, value)
     if type(value) is not dict:
         return None, _not_an_object(value, data, call_id, name), True
     return value, None, True
@@ -98,42 +105,47 @@ def _not_an_object(value: Any, data: bytes | bytearray, call_id: str | None, nam
 
 
 def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: int, call_id: str | None,
-                     name: str | None) -> tuple[bytes | bytearray, Any, ArgumentsError | None, int]:
+                     name: str | None,
+                     long_run: bool | None = None) -> tuple[bytes | bytearray, Any, ArgumentsError | None, int]:
     """Parse a call's arguments, undoing cumulative or resent arguments only when the text as sent fails.
 
     cumulative: the lengths of the fragments while every fragment began with the one before
     (the accumulator then keeps only the latest, from which all are rebuilt); None otherwise.
-    Returns the text taken, the arguments, the error and the quirk bits applied.
+    Returns the text taken, the arguments, the error and the quirk bits applied. long_run: whether
+    data holds a long digit run (loads_exact), when the caller knows; a text rebuilt from it is looked at here.
     """
     if cumulative is not None and len(cumulative) > 1:
         as_sent = b"".join(data[:n] for n in cumulative[:-1]) + data
         value, error, parsed = parse_arguments(as_sent, call_id, name)
         if parsed:
             return as_sent, value, error, 0
-        value, error, _ = parse_arguments(data, call_id, name)
+        value, error, _ = parse_arguments(data, call_id, name, long_run)
         return data, value, error, Q_CUMULATIVE
-    value, error, parsed = parse_arguments(data, call_id, name)
+    value, error, parsed = parse_arguments(data, call_id, name, long_run)
     if not parsed and 0 < last_start < len(data):
         head, tail = data[:last_start], data[last_start:]
+        part_run = None if long_run else long_run  # no run in data: none in its parts either
         try:
-            same = orjson.loads(head) == orjson.loads(tail)
+            same = loads_exact(head, part_run) == loads_exact(tail, part_run)
         except orjson.JSONDecodeError:
             same = False
         if same:
-            value, error, _ = parse_arguments(head, call_id, name)
+            value, error, _ = parse_arguments(head, call_id, name, part_run)
             return head, value, error, Q_REPEATED_ARGUMENTS
     return data, value, error, 0
 
 
 def make_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
               cumulative: list[int] | None, last_start: int, bits: int, cut: int = 0,
-              parsed: Any = None, custom: bool = False) -> ToolCall:
+              parsed: Any = None, custom: bool = False, long_run: bool | None = None) -> ToolCall:
     """Build one finished ToolCall from a slot's state: its arguments parsed once.
 
     cut: 0, or the limit (a _limits.CUT_* code) the arguments went past, the rest dropped; they
     are then reported as truncated whatever the kept part looks like. parsed: the arguments as a
     value, when the call arrived whole with them already parsed (data is then their compact JSON).
-    custom: an OpenAI custom tool call, whose input text is its arguments, as sent.
+    custom: an OpenAI custom tool call, whose input text is its arguments, as sent. long_run:
+    whether data holds a run of digits an integer beyond 64 bits needs (loads_exact), when the
+    caller has looked (the compiled twin, in C); None to look when parsing.
     """
     if custom:
         return _custom_call(choice, index, call_id, name, data, cumulative, bits, cut)
@@ -148,7 +160,7 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
         error = ArgumentsError("truncated", f"the rest of the arguments went past Limits.{CUT_LIMITS[cut]} and was "
                                f"dropped", call_id=call_id, name=name, offset=len(data), raw=data)
         return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
-    data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name)
+    data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name, long_run)
     return ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more))
 
 

@@ -16,6 +16,8 @@ from typing import Any, Iterator
 
 import orjson
 
+from ._exactjson import long_digit_run
+
 __all__ = ["MAX_DEPTH", "Unwritable", "nesting", "to_json", "arguments_json", "record_json", "call_line", "raw_text",
            "read_record", "read_records",
            "utf8_text"]
@@ -130,21 +132,13 @@ def call_line(call: Any) -> tuple[bytes, str | None]:
     return line + b"\n", reason
 
 
-# orjson reads an integer beyond 64 bits as a float, without a word: a line with a run of 20
-# digits (which such an integer needs) is read by the standard library, which keeps it exact.
-# Found as every digit mapped to "0" and everything else to " ", then one substring search: two
-# C passes over the text, where a regular expression costs ten times as much.
-_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
-_LONG_RUN = b"0" * 20
-
-
 def read_record(line: bytes) -> dict:
     """Return the record of one JSON line written here, exactly as it was written.
 
     orjson, except for a line that may hold an integer beyond 64 bits or holds a lone surrogate's
     escape (which orjson refuses): the standard library reads those.
     """
-    if _LONG_RUN not in line.translate(_DIGITS_ONLY):
+    if not long_digit_run(line):
         try:
             return orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -154,7 +148,7 @@ def read_record(line: bytes) -> dict:
 
 def read_records(chunk: bytes) -> Iterator[dict]:
     """Yield the record of each JSON line of chunk, as read_record does, looking for long digit runs once."""
-    if _LONG_RUN in chunk.translate(_DIGITS_ONLY):
+    if long_digit_run(chunk):
         for line in chunk.splitlines():
             yield read_record(line)
         return

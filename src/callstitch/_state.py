@@ -21,8 +21,8 @@ class StreamState:
         self.format = format
         # How the body is framed: "sse", "ndjson", "eventstream", "json-array", or None until its first
         # bytes tell (Gemini streams SSE with alt=sse, one JSON array without).
-        self.framing: str | None = ("ndjson" if format == "ollama" else None if format in ("auto", "bedrock", "gemini")
-                                    else "sse")
+        framing, state_class = _STARTS[format]  # the format's default framing and State class, in one lookup
+        self.framing: str | None = framing
         self.framer: Any = None   # the framer object for a framing other than SSE
         self.head = b""           # first bytes held while the framing is not yet known
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once
@@ -35,9 +35,10 @@ class StreamState:
         self.usage: Any = None
         self.complete = False
         # Adapters map their own call keys (item ids, block indices) to slot indices here,
-        # and keep what else they need to remember between events in notes.
+        # and keep what else they need to remember between events in notes: their own State object
+        # (None for "auto" until the format is known, and for a format that keeps nothing).
         self.keys: dict[Any, int] = {}
-        self.notes: dict[str, Any] = {}
+        self.notes: Any = None if state_class is None else state_class()  # inline: a tiny stream pays for every call
         # Whether the body was a stream of this format at all (_dispatch.foreign, _recognition):
         self.recognised = False   # an event of the format has come
         self.misnamed: str | None = None  # the other format the events look like, once reported
@@ -100,17 +101,13 @@ def finalized(method: str) -> RuntimeError:
                         f"stream is over; use a new Accumulator for another stream")
 
 
-def error_text(error: Any) -> str:
-    """Return a one-line description of an in-band error object."""
-    if type(error) is dict:
-        message = error.get("message") or error.get("Message")
-        kind = error.get("type") or error.get("code") or error.get("__type")
-        if message is not None:
-            return f"{kind}: {message}" if kind else str(message)
-    return str(error)
-
-
 class RawJSON(bytes):
     """A JSON value kept as its text until the result is built (the compiled path's usage objects)."""
 
     __slots__ = ()
+
+
+# Last: the registry imports the adapters, and they (through _text and _finalize) import this
+# module's names; whichever of the two is imported first, the other is then partial (the registry
+# defines its tables before it imports the adapters, and fills them in place).
+from ._formats.registry import STARTS as _STARTS  # noqa: E402

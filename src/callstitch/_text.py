@@ -81,7 +81,8 @@ def compact_json(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except orjson.JSONEncodeError as exc:
-        if "Recursion limit" not in str(exc):
+        # Too deep, or an integer beyond 64 bits (read exactly by _exactjson): written here instead.
+        if "Recursion limit" not in str(exc) and "64-bit" not in str(exc):
             raise
     return _compact_deep(value)
 
@@ -90,7 +91,7 @@ _END = object()
 
 
 def _compact_deep(value: Any) -> bytes:
-    """Write value as orjson would with no depth limit: containers here, without recursion; leaves by orjson."""
+    """Write value as orjson would, with no depth or integer limit: containers here, without recursion."""
     out = bytearray()
     open_items: list[list] = []  # per open container: [its items' iterator, whether a dict, items written]
 
@@ -101,6 +102,11 @@ def _compact_deep(value: Any) -> bytes:
         elif isinstance(item, (list, tuple)):
             out.extend(b"[")
             open_items.append([iter(item), False, 0])
+        elif type(item) is int:
+            try:
+                out.extend(str(item).encode())  # as orjson writes an int, also one beyond 64 bits
+            except ValueError as exc:  # more digits than str() writes (sys.get_int_max_str_digits())
+                raise TypeError(str(exc)) from None
         else:
             out.extend(orjson.dumps(item))
 

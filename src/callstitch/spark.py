@@ -20,7 +20,6 @@ import functools
 import warnings
 from typing import Any, Iterable, Iterator
 
-import orjson
 
 try:
     import pyarrow as pa
@@ -30,11 +29,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"callstitch.spark needs pyspark and pyarrow: pip install 'callstitch[spark]' ({exc})") from None
 
 from ._accumulator import Accumulator
+from ._exactjson import loads_exact
 from ._formats.dispatch import check_format
 from ._limits import Limits
+from ._batch.turns import response_json
 from ._records import arguments_json, raw_text, utf8_text
 
-__all__ = ["reassemble", "CALL_COLUMNS", "call_schema"]
+__all__ = ["reassemble", "CALL_COLUMNS", "call_schema", "TURN_COLUMNS", "turn_schema"]
 
 # The columns reassemble() adds after the kept ones: the CLI's record fields (``stream`` aside,
 # which the kept columns replace), the stream's format, and the stream's own errors.
@@ -53,6 +54,15 @@ CALL_COLUMNS = (
     ("stream_errors", T.ArrayType(T.StringType())),
 )
 _NAMES = tuple(name for name, _ in CALL_COLUMNS)
+
+# The columns reassemble(emit="turns") adds after the kept ones: one row per input row.
+TURN_COLUMNS = (
+    ("format", T.StringType()),             # the stream's wire format (as detected with "auto")
+    ("complete", T.BooleanType()),          # a terminator was seen
+    ("response", T.StringType()),           # Result.to_response() as JSON text; null when there is no turn
+    ("errors", T.ArrayType(T.StringType())),  # the stream's errors and its calls', as text
+)
+_TURN_NAMES = tuple(name for name, _ in TURN_COLUMNS)
 _BODY = "__callstitch_body"   # the body column's name inside the job (kept columns keep theirs)
 
 # How the body column is read in the workers.
@@ -66,8 +76,13 @@ def call_schema(keep_fields: Iterable[T.StructField] = ()) -> T.StructType:
     return T.StructType(list(keep_fields) + [T.StructField(name, kind, nullable=True) for name, kind in CALL_COLUMNS])
 
 
+def turn_schema(keep_fields: Iterable[T.StructField] = ()) -> T.StructType:
+    """Return the schema of reassemble(emit="turns")'s output: the kept columns, then TURN_COLUMNS."""
+    return T.StructType(list(keep_fields) + [T.StructField(name, kind, nullable=True) for name, kind in TURN_COLUMNS])
+
+
 def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Limits | None = None,
-               keep: Iterable[str] | str | None = None) -> Any:
+               keep: Iterable[str] | str | None = None, emit: str = "calls") -> Any:
     """Reassemble the tool calls of a DataFrame of captured responses; return one row per call.
 
     ``df`` holds one captured response per row. ``body_col`` is the body: a string or binary
@@ -86,15 +101,22 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
     but no calls, or whose body is null or not usable, gives one row with null call fields and
     the error text in ``stream_errors``: bad bodies never fail the job. A row with neither calls
     nor errors gives no output row.
+
+    With ``emit="turns"``, each output row is one input row's whole turn instead: the kept
+    columns, then ``format``, ``complete``, ``response`` (Result.to_response() as JSON text, the
+    provider's own non-streamed response; null for a body of no known format) and ``errors``
+    (the stream's and its calls', as text) — the records of the CLI's ``--emit turns``.
     """
     check_format(format)
+    if emit not in ("calls", "turns"):
+        raise ValueError(f"unknown emit {emit!r}; known: calls, turns")
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be a callstitch.Limits, not {type(limits).__name__}")
     schema = df.schema
     names = schema.fieldNames()
     if body_col not in names:
         raise ValueError(f"no column {body_col!r} in the DataFrame; its columns: {', '.join(names)}")
-    keep = _kept(keep, names, body_col)
+    keep = _kept(keep, names, body_col, _NAMES if emit == "calls" else _TURN_NAMES)
 
     body_type = schema[body_col].dataType
     body = _col(body_col)
@@ -104,22 +126,23 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
         kind = _CHUNKS
     elif isinstance(body_type, T.ArrayType):
         # Spark writes the chunks as JSON on the JVM side (leaving out null fields, as the
-        # original JSON most likely did); the worker reads them back with orjson.
+        # original JSON most likely did); the worker reads them back (loads_exact).
         kind, body = _CHUNKS_JSON, F.to_json(body)
     else:
         raise TypeError(f"the column {body_col!r} is {body_type.simpleString()}; expected a body (string or "
                         "binary) or an array of chunks (of JSON strings, structs or maps)")
 
-    out_schema = call_schema([schema[name] for name in keep])
+    out_schema = (call_schema if emit == "calls" else turn_schema)([schema[name] for name in keep])
     selected = df.select(*[_col(name) for name in keep], body.alias(_BODY))
-    work = functools.partial(_map_batches, kind, format, limits, len(keep))
+    work = functools.partial(_map_batches, kind, format, limits, len(keep), emit)
     with warnings.catch_warnings():
         # mapInArrow asks for pandas only to check it is there; its version does not matter here.
         warnings.filterwarnings("ignore", message=".*does not yet fully support pandas", category=FutureWarning)
         return selected.mapInArrow(work, out_schema)
 
 
-def _kept(keep: Iterable[str] | str | None, names: list[str], body_col: str) -> list[str]:
+def _kept(keep: Iterable[str] | str | None, names: list[str], body_col: str,
+          taken: tuple[str, ...] = _NAMES) -> list[str]:
     """Return the input columns to carry into the output rows; raise ValueError for a bad one."""
     if keep is None:
         keep = [n for n in names if n != body_col]
@@ -131,7 +154,7 @@ def _kept(keep: Iterable[str] | str | None, names: list[str], body_col: str) -> 
         if name not in names:
             raise ValueError(f"keep names {name!r}, which is not a column of the DataFrame; "
                              f"its columns: {', '.join(names)}")
-        if name in _NAMES:
+        if name in taken:
             raise ValueError(f"the column {name!r} would clash with the output column of that name; rename it "
                              f"first (df.withColumnRenamed({name!r}, 'request_{name}')) or leave it out of keep")
     if len(set(keep)) != len(keep):
@@ -146,11 +169,11 @@ def _col(name: str) -> Any:
 
 # -- the workers' side -------------------------------------------------------------------------
 
-def _map_batches(kind: str, format: str, limits: Limits | None, nkeep: int,
+def _map_batches(kind: str, format: str, limits: Limits | None, nkeep: int, emit: str,
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Turn each input batch (kept columns, then the body) into a batch of call rows."""
+    """Turn each input batch (kept columns, then the body) into a batch of call rows (or turn rows)."""
     for batch in batches:
-        out = _calls(batch, kind, format, limits, nkeep)
+        out = _calls(batch, kind, format, limits, nkeep, _Rows() if emit == "calls" else _TurnRows())
         if out is not None:
             yield out
 
@@ -181,14 +204,14 @@ def _array(values: list, type: pa.DataType) -> pa.Array:
         return pa.array([utf8_text(v) for v in values], type)
 
 
-def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None, nkeep: int) -> pa.RecordBatch | None:
-    """Reassemble every body of one batch; return the call rows (None when there are none)."""
+def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None, nkeep: int,
+           out: Any) -> pa.RecordBatch | None:
+    """Reassemble every body of one batch; return its rows, made by out (None when there are none)."""
     body = batch.column(nkeep)
     bodies: Iterable[Any] = body.to_pylist() if kind == _CHUNKS else _raw_bodies(body)
     # Strings go out as Spark sends them in: large ones when it is set to (useLargeVarTypes).
     sent = body.type.value_type if kind == _CHUNKS else body.type
     large = pa.types.is_large_binary(sent) or pa.types.is_large_string(sent)
-    out = _Rows()
     for i, data in enumerate(bodies):
         if data is None:
             out.error_row(i, None, ["no body: the body column is null"])
@@ -213,7 +236,7 @@ def _reassembled(data: Any, kind: str, format: str, limits: Limits | None) -> An
     if kind == _RAW:
         acc.feed(data)
     else:
-        chunks = data if kind == _CHUNKS else orjson.loads(data)
+        chunks = data if kind == _CHUNKS else loads_exact(data)
         for chunk in chunks:
             acc.feed_chunk(chunk)
     return acc.finalize()
@@ -287,3 +310,43 @@ class _Rows:
             _array(self.stream_errors, strings),
         ]
         return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_NAMES))
+
+
+def _in_the_errors(kind: str, message: str) -> None:
+    """Report nothing more: a turn row's problems are already in its errors column."""
+
+
+class _TurnRows:
+    """The turn rows of one batch (emit="turns"): one per input row, column by column."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.formats: list = []
+        self.complete: list = []
+        self.responses: list = []
+        self.errors: list = []
+
+    def error_row(self, i: int, fmt: str | None, errors: list[str]) -> None:
+        """Add the row of a body that could not be read: no response, why in its errors."""
+        self.rows.append(i)
+        self.formats.append(fmt)
+        self.complete.append(False)
+        self.responses.append(None)
+        self.errors.append(errors)
+
+    def add(self, i: int, result: Any) -> None:
+        """Add input row i's turn."""
+        response, texts = response_json(result, _in_the_errors)
+        self.rows.append(i)
+        self.formats.append(result.format)
+        self.complete.append(result.complete)
+        self.responses.append(None if response is None else response.decode("utf-8", "surrogatepass"))
+        self.errors.append(texts)
+
+    def record_batch(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType) -> pa.RecordBatch:
+        """Return the rows as a batch: the kept columns of their input rows, then TURN_COLUMNS."""
+        take = pa.array(self.rows, pa.int32())
+        columns = [batch.column(k).take(take) for k in range(nkeep)]
+        columns += [_array(self.formats, string_type), pa.array(self.complete, pa.bool_()),
+                    _array(self.responses, string_type), _array(self.errors, pa.list_(string_type))]
+        return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_TURN_NAMES))

@@ -14,14 +14,20 @@ from .._records import call_line
 from . import settings
 from .sources import STDIN
 from .task import Outcome
+from .turns import chat_message_lines, turn_line
 
 
 class Collector:
     """Gathers one task's records and counts."""
 
-    def __init__(self, source: str, absolute: bool, limits: Limits | None = None) -> None:
+    def __init__(self, source: str, absolute: bool, limits: Limits | None = None, emit: str = "calls") -> None:
         self.limits = limits  # for every accumulator the task makes
-        self.prefix = (b'{"source":' + orjson.dumps(shown(source)) + b',"stream":') if absolute else None
+        self.emit = emit      # a record per call, per stream's turn, or chat-messages lines (_batch/turns.py)
+        self.absolute = absolute  # the task starts at the source's start: its lines get their prefix here
+        # Fine-tuning lines (chat-messages) are the messages alone: no source, no stream.
+        self.bare = emit == "chat-messages"
+        self.prefix = (b'{"source":' + orjson.dumps(shown(source)) + b',"stream":') if absolute and not self.bare \
+            else None
         self.parts: list = []
         self.marks = array("q")  # without a prefix: the stream of each line in parts
         self.span = 0
@@ -43,8 +49,8 @@ class Collector:
         else:
             self.more += 1
 
-    def result(self, stream: int, result: Any, offset: int | None) -> None:
-        """Take one finished stream's Result (offset: where its bytes start in the source)."""
+    def result(self, stream: int, result: Any, offset: int | None, request: Any = None) -> None:
+        """Take one finished stream's Result (offset: where its bytes start in the source; request: its log's)."""
         self.streams += 1
         if not result.complete:
             self.incomplete += 1
@@ -52,10 +58,29 @@ class Collector:
             at = None if err.offset is None or offset is None else offset + err.offset
             self.problem(stream, at, err.kind, err.detail)
         calls = result.tool_calls
-        if not calls:
-            return
+        if self.emit != "calls":
+            self._turn(stream, result, request)
+        elif calls:
+            self._add(stream, self._call_lines(stream, calls))
         self.calls += len(calls)
-        parts = self.parts
+        for call in calls:
+            if call.error is not None:
+                self.problem(stream, None, "arguments " + call.error.kind, str(call.error))
+            if call.quirks:
+                self.quirks.update(call.quirks)
+
+    def _turn(self, stream: int, result: Any, request: Any) -> None:
+        """Add a stream's turn record, or its chat-messages lines."""
+        def problem(kind: str, message: str) -> None:
+            self.problem(stream, None, kind, message)
+
+        if self.emit == "turns":
+            self._add(stream, [turn_line(result, request, problem)])
+        else:
+            self._add(stream, chat_message_lines(result, request, problem))
+
+    def _call_lines(self, stream: int, calls: list) -> list[bytes]:
+        """Return a record line per call."""
         dumps = orjson.dumps
         try:
             lines = [dumps(call.to_dict(), option=orjson.OPT_APPEND_NEWLINE) for call in calls]
@@ -67,6 +92,11 @@ class Collector:
                 if reason is not None:
                     self.problem(stream, None, "arguments not written",
                                  f"tool call {call.id!r} ({call.name!r}): {reason}")
+        return lines
+
+    def _add(self, stream: int, lines: list[bytes]) -> None:
+        """Add a stream's lines, each with its source and stream (here, or for a range task by the parent)."""
+        parts = self.parts
         if self.prefix is not None:
             head = self.prefix + str(stream).encode() + b","
             for line in lines:
@@ -76,15 +106,11 @@ class Collector:
                     parts.append(head + line[1:])
         else:
             parts.extend(lines)
-            self.marks.extend([stream] * len(lines))
-        for call in calls:
-            if call.error is not None:
-                self.problem(stream, None, "arguments " + call.error.kind, str(call.error))
-            if call.quirks:
-                self.quirks.update(call.quirks)
+            if not self.absolute:
+                self.marks.extend([stream] * len(lines))
 
     def outcome(self, size: int) -> Outcome:
-        if self.prefix is not None:
+        if self.absolute:
             lines = b"".join(self.parts)
         else:  # flat arrays and one blob: what a worker sends back pickles as fast as a copy
             lines = (self.marks, array("q", itertools.accumulate(map(len, self.parts))), b"".join(self.parts))

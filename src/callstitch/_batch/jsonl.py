@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from .._exactjson import loads_exact
 from .._limits import as_numbers, line_dropped
 from . import settings
 from .collect import Collector
@@ -55,6 +56,7 @@ class _Lines:
 
     def __init__(self, task: Task, start: int, out: Collector) -> None:
         self.field = task.field or ()
+        self.request = task.request  # where the line holds its request, for a turn record (--request-field)
         self.format = task.format
         self.limit = as_numbers(task.limits)[4]
         self.out = out
@@ -101,7 +103,7 @@ class _Lines:
         if not self.dropped and self.pieces:
             line = self.pieces[0] if len(self.pieces) == 1 else b"".join(self.pieces)
             if CONTENT.search(line):
-                _log_line(line, self.number, self.offset, self.field, self.format, self.out)
+                _log_line(line, self.number, self.offset, self.field, self.format, self.out, self.request)
         self.offset += self.held + newline
         self.number += 1
         self.pieces = []
@@ -120,9 +122,10 @@ class _Report:
         self.out.problem(self.stream, offset, kind, message)
 
 
-def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fmt: str, out: Collector) -> None:
+def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fmt: str, out: Collector,
+              request_at: tuple[str, ...] | None = None) -> None:
     try:
-        obj = orjson.loads(line)
+        obj = loads_exact(line)  # a body given as chunk objects holds its arguments as values
     except orjson.JSONDecodeError as exc:
         out.problem(line_no, offset, "not JSON", f"the line is not JSON ({exc})")
         return
@@ -149,7 +152,8 @@ def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fm
     except (TypeError, ValueError) as exc:
         out.problem(line_no, offset, "unexpected shape", str(exc))
         return
-    out.result(line_no, acc.finalize(), None)
+    request = get(obj, request_at) if request_at else None
+    out.result(line_no, acc.finalize(), None, request)
 
 
 def _next_line(f: Any, x: int) -> int:

@@ -39,7 +39,10 @@ class Plan:
     """
 
     def __init__(self, sources: list[str], format: str, field: tuple[str, ...] | None, container: str,
-                 limits: Limits | None, summary: Any) -> None:
+                 limits: Limits | None, summary: Any, emit: str = "calls",
+                 request: tuple[str, ...] | None = None) -> None:
+        self._emit = emit
+        self._request = request
         self._sources = sources
         self._format = format
         self._field = field
@@ -57,7 +60,7 @@ class Plan:
     def _task(self, path: str, kind: str, size: int, planned: int | None, split: str | None = None,
               start: int = 0, end: int | None = None) -> Task:
         return Task(path, kind, self._format, split, self._field, start, end, size, limits=self._limits,
-                    planned=planned)
+                    planned=planned, emit=self._emit, request=self._request)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         for path, problem in expand(self._sources):

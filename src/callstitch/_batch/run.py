@@ -18,6 +18,7 @@ from .containers import CONTAINERS
 from .plan import Plan
 from .pool import outcomes
 from .task import Outcome
+from .turns import check_emit
 from .worker import SHRANK
 
 __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
@@ -53,16 +54,20 @@ class Batch:
     def __init__(self, sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
                  jobs: int | None = 1, container: str = "auto",
                  on_problem: Callable[..., None] | None = None,
-                 on_progress: Callable[[Summary], None] | None = None, limits: Limits | None = None) -> None:
+                 on_progress: Callable[[Summary], None] | None = None, limits: Limits | None = None,
+                 emit: str = "calls", request_field: str | None = None) -> None:
         check_format(format)
+        check_emit(emit, request_field)
         if container not in CONTAINERS:
             raise ValueError(f"unknown container {container!r}; known: {', '.join(CONTAINERS)}")
         self._jobs = max(1, jobs or os.cpu_count() or 1)
         self._on_problem = on_problem
         self._on_progress = on_progress
         self.summary = Summary()
+        self._bare = emit == "chat-messages"  # its lines carry no source and stream
         self._plan = Plan([sources] if isinstance(sources, str) else list(sources), format,
-                          tuple(field.split(".")) if field else None, container, limits, self.summary)
+                          tuple(field.split(".")) if field else None, container, limits, self.summary, emit,
+                          tuple(request_field.split(".")) if request_field else None)
 
     def __iter__(self) -> Iterator[dict]:
         for chunk in self.chunks():
@@ -100,7 +105,10 @@ class Batch:
                                      f"{o.more_problems} more problems not shown")
             if type(lines) is tuple:
                 marks, ends, blob = lines
-                if marks:  # each line gets the source and its stream's number in the whole source
+                if self._bare:
+                    if blob:
+                        yield blob
+                elif marks:  # each line gets the source and its stream's number in the whole source
                     yield _prefixed(prefix, base, marks, ends, blob)
             elif lines:
                 yield lines
@@ -127,7 +135,8 @@ def _without(o: Outcome, kind: str) -> Outcome:
 
 def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
                     jobs: int | None = 1, container: str = "auto",
-                    on_problem: Callable[..., None] | None = None, limits: Limits | None = None) -> Batch:
+                    on_problem: Callable[..., None] | None = None, limits: Limits | None = None,
+                    emit: str = "calls", request_field: str | None = None) -> Batch:
     """Reassemble the tool calls of many captured sources; iterate the result for one dict per call.
 
     ``sources``: files, directories (walked recursively), glob patterns, or "-" for standard
@@ -139,6 +148,11 @@ def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field
     ``error``, ``quirks`` (and ``raw_arguments`` when the arguments did not parse). Problems
     go to ``on_problem(source, unit, number, offset, kind, message)``; ``.summary`` counts all.
     ``limits`` (a callstitch.Limits) bound each stream's accumulator.
+    ``emit="turns"`` gives one record per stream instead: ``source``, ``stream``, ``format``,
+    ``complete``, ``response`` (Result.to_response()), ``errors`` (texts), and ``request`` when
+    ``request_field`` names where a log line holds it. ``emit="chat-messages"`` (needs
+    ``request_field``) gives one OpenAI fine-tuning line per choice of each clean chat stream:
+    ``{"messages": [...request messages, the assistant message], "tools": [...]}``.
     """
     return Batch(sources, format=format, field=field, jobs=jobs, container=container, on_problem=on_problem,
-                 limits=limits)
+                 limits=limits, emit=emit, request_field=request_field)

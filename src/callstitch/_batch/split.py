@@ -33,6 +33,7 @@ import zlib
 
 import orjson
 
+from .._formats.registry import TERMINATORS
 from .._wire.framing import EVENTSTREAM, JSONARRAY, SSE, parse_headers
 
 __all__ = ["Splitter", "HOLD"]
@@ -55,16 +56,8 @@ _RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
 # printed, every inner line is indented) or before another array, the outermost one.
 _ARRAY_END = re.compile(rb"(?<=[\r\n])\]|\](?=[ \t\r\n]*[\r\n][ \t\r\n]*\[)")
 
-_NEEDLES = {
-    # [DONE]; or an in-band error event, after which a server sends nothing more (but [DONE]).
-    "openai-chat": re.compile(rb"\[DONE\]"),
-    "openai-responses": re.compile(rb'response\.(?:completed|failed|incomplete)(?=["\r\n])'),
-    "anthropic": re.compile(rb'message_stop(?=["\r\n])'),
-    "cohere": re.compile(rb'message-end(?=["\r\n])'),
-    "bedrock": re.compile(rb'messageStop(?=["\r\n])'),
-    "ollama": re.compile(rb'"done"\s*:\s*true'),
-    "gemini": re.compile(rb'"finishReason"\s*:\s*"'),
-}
+# What ends one response of each format: the registry's terminators (OpenAI chat's is [DONE]).
+_NEEDLES = TERMINATORS
 # An in-band error event also ends an OpenAI-style response (with or without a [DONE] after it).
 # Searching for it everywhere would double the cost of the scan, so it is looked for only inside
 # a stream that turned out to hold an in-band error (see Splitter.error_cuts).
@@ -73,7 +66,7 @@ _ES_STOP = re.compile(re.escape(b"\x0b:event-type\x07\x00\x0bmessageStop"))
 _ES_PRELUDE = 12
 _CONTEXT_WINDOW = 48
 
-SPLITTABLE = frozenset(_NEEDLES)
+SPLITTABLE = _NEEDLES.keys()  # a live view: a format registered later is splittable too
 
 
 def _line_start(buf: bytes, pos: int, floor: int) -> int:

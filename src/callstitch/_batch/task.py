@@ -20,6 +20,8 @@ class Task(NamedTuple):
     size: int            # on-disk bytes this task covers (for the progress bar)
     limits: Limits | None = None  # the accumulators' limits (None: the defaults)
     planned: int | None = None    # the file's size when the work was planned (None: not a plain file)
+    emit: str = "calls"           # what a record is: a call, a stream's turn, chat-messages (_batch/turns.py)
+    request: tuple[str, ...] | None = None  # where a log line holds its request (--request-field)
 
 
 class Outcome(NamedTuple):

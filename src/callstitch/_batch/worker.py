@@ -18,7 +18,7 @@ from .task import Outcome, Task
 
 def run_task(task: Task) -> Outcome:
     """Do one task (in a worker process or in this one) and return its Outcome."""
-    out = Collector(task.source, absolute=task.start == 0, limits=task.limits)
+    out = Collector(task.source, absolute=task.start == 0, limits=task.limits, emit=task.emit)
     try:
         reader, compression, raw = open_source(task.source)
     except Problem as exc:
@@ -88,6 +88,6 @@ def bytes_of(task: Task) -> str:
 
 def failed(task: Task, kind: str, message: str) -> Outcome:
     """Return the Outcome of a task that produced nothing but one problem."""
-    out = Collector(task.source, absolute=task.start == 0)
+    out = Collector(task.source, absolute=task.start == 0, emit=task.emit)
     out.problem(None, task.start or None, kind, message)
     return out.outcome(task.size)

@@ -15,9 +15,10 @@ cdef enum:
     FRAMED_SSE_DIRECT = 14
     N_PATHS = 15
 cdef Py_ssize_t _paths[N_PATHS]
-_PATH_NAMES = ("general", "openai-chat", "openai-responses", "anthropic", "bedrock", "cohere", "gemini", "ollama",
-               "gemini-piece", "framed-sse", "framed-ndjson", "framed-eventstream", "framed-jsonarray",
-               "framed-elsewhere", "framed-sse-direct")
+_PATH_NAMES = (("general",) + tuple(sorted(_registry.FAST_CODES, key=_registry.FAST_CODES.get))  # by FMT_* code
+               + ("gemini-piece", "framed-sse", "framed-ndjson", "framed-eventstream", "framed-jsonarray",
+               "framed-elsewhere", "framed-sse-direct"))
+assert _PATH_NAMES[PATH_GEMINI_PIECE] == "gemini-piece", "one FMT_* code per registered fast path, 1 to 7"
 
 
 def _path_counts():

@@ -16,7 +16,7 @@ assert (_RUN, _CALL) == (_G_RUN, _G_CALL)
 cdef int _gemini_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply a Gemini chunk in place as _gemini.handle does; 0 sends it the general way."""
     # While a call's arguments stream, most chunks are the next piece of a string: try that first.
-    if acc._state.notes.get("open") and _gemini_piece(acc, data, n):
+    if acc._state.notes.open and _gemini_piece(acc, data, n):
         _paths[PATH_GEMINI_PIECE] += 1
         return 1
     return _gemini_chunk(acc, data, n)
@@ -124,7 +124,7 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     if going_on:
         building.pieces.append(_span_str_v(&v[10]))  # what put() does with the next piece
     elif not building.put(text, "stringValue", _span_str_v(&v[10]), more):
-        call = _loads((<const char *>v[6].p)[:v[6].n])
+        call = _loads_exact((<const char *>v[6].p)[:v[6].n])
         _gemini.unusable(acc._state, call["partialArgs"][0], acc._data_offset, call)
     if v[3].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
         acc._raw_usage(&v[3])
@@ -148,19 +148,19 @@ cdef int _gemini_call(Accumulator acc, object turn, object choice, cs_val *part,
         call_id = _value(&part[4])
         sent = (<const char *>part[5].p)[:part[5].n] if part[5].kind == CS_T_OTHER else None
         acc._take_whole(choice, call_id if type(call_id) is str else None, _span_str_v(&part[3]),
-                         _value(&part[5]) if sent is None else _loads(sent), sent)
+                         _value(&part[5]) if sent is None else _loads_exact(sent), sent)
         return 0
     building = _gemini_open(acc, choice)
     if building is None:
         if not (part[7].kind & (CS_T_ABSENT | CS_T_NULL)) or not (part[5].kind & (CS_T_ABSENT | CS_T_NULL)):
             state.error("unexpected shape", "functionCall arguments with no call open", acc._data_offset,
-                        _loads((<const char *>call.p)[:call.n]))
+                        _loads_exact((<const char *>call.p)[:call.n]))
         return 0
     if part[7].kind == CS_T_ARRAY:
         for j in range(count):
             if not _gemini_entry(acc, building, entries + 8 * j):
-                _gemini.unusable(state, _loads((<const char *>entry_at[j])[:entry_len[j]]), acc._data_offset,
-                                 _loads((<const char *>call.p)[:call.n]))
+                _gemini.unusable(state, _loads_exact((<const char *>entry_at[j])[:entry_len[j]]), acc._data_offset,
+                                 _loads_exact((<const char *>call.p)[:call.n]))
     elif part[7].kind == CS_T_ABSENT and _empty_object(call):
         _gemini.close_open(acc, state, choice)  # the bare functionCall: {} closes the call
     return 0
@@ -168,8 +168,7 @@ cdef int _gemini_call(Accumulator acc, object turn, object choice, cs_val *part,
 
 cdef object _gemini_open(Accumulator acc, object choice):
     """Return the choice's call whose arguments are being streamed, or None (_gemini.open_call)."""
-    open_calls = acc._state.notes.get("open")
-    return None if open_calls is None else open_calls.get(choice)
+    return acc._state.notes.open.get(choice)
 
 
 cdef object _gemini_entry(Accumulator acc, object building, cs_val *entry):

@@ -15,7 +15,7 @@ cdef int _ollama_line(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
     for k in range(count):
         sent.append((<const char *>calls[k].args)[:calls[k].args_n])
         try:
-            values.append(_loads(sent[k]))
+            values.append(_loads_exact(sent[k]))
         except ValueError:
             return 0  # the general path reports it (or reads a lone surrogate escape its own way)
     # The line's part of the turn, as _ollama.handle keeps it: the record of _turns/ollama.py (a list:

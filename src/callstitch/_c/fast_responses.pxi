@@ -2,11 +2,31 @@
 # functions taking the accumulator first; each does exactly what the adapter does with those events.
 
 
+_ResponsesTurn = _responses.ResponsesTurn
+
+
+cdef object _responses_turn(Accumulator acc):
+    """Return the stream's turn record (as _responses.keep_turn does), made on first use."""
+    turn = acc._state.turn
+    if turn is None:
+        turn = acc._state.turn = _ResponsesTurn()
+    return turn
+
+
+cdef Py_ssize_t _responses_text_len(Accumulator acc, int which):
+    """Return the length of choice 0's text which so far (as acc.text_length(0, which) does)."""
+    cdef list texts = acc._texts.get(0)
+    if texts is None or texts[which] is None:
+        return 0
+    return len((<_Text>texts[which]).buf)
+
+
 cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply an OpenAI Responses event in place as _responses.handle does; 0 sends it the general way."""
     cdef cs_val *v = acc._vals
     cdef _Slot slot
     cdef cs_span span
+    cdef object turn
     if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
         return 0
     if v[2].kind == CS_T_STR and (_is(&v[0], "response.function_call_arguments.delta", 38) or _is(
@@ -16,7 +36,19 @@ cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
         return acc._append_item(&v[1], &v[2])
     if v[0].n > 9 and cs_same(v[0].p, b"response.", 9) and \
             (<const char *>v[0].p)[:v[0].n] not in _RESPONSES_HANDLED:
-        return 1  # created, in_progress, content parts …: the adapter lets them pass
+        return 1  # text done events, annotations …: the adapter lets them pass
+    if _is(&v[0], "response.created", 16) or _is(&v[0], "response.in_progress", 20) or _is(
+            &v[0], "response.queued", 15):
+        # The turn keeps the last lifecycle event as sent, read only if no end event comes.
+        _responses_turn(acc).lifecycle = PyBytes_FromStringAndSize(<const char *>data, n)
+        return 1
+    if _is(&v[0], "response.content_part.added", 27) or _is(&v[0], "response.content_part.done", 26) or _is(
+            &v[0], "response.reasoning_summary_part.added", 37) or _is(
+            &v[0], "response.reasoning_summary_part.done", 36):
+        # Where a part's text starts or ends in the choice's text: the turn keeps the event as sent.
+        _responses_turn(acc).parts.append([PyBytes_FromStringAndSize(<const char *>data, n), _responses_text_len(
+            acc, 0), _responses_text_len(acc, 1), _responses_text_len(acc, 2)])
+        return 1
     if (_is(&v[0], "response.function_call_arguments.done", 37) or _is(&v[0], "response.output_item.done", 25)
             or _is(&v[0], "response.output_item.added", 26) or _is(&v[0], "response.completed", 18)
             or _is(&v[0], "response.incomplete", 19)) and not cs_extract(data, n, _RESPONSES_END, 11, v):
@@ -32,17 +64,26 @@ cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
         if _is(&v[3], "custom_tool_call", 16):
             return 0  # a custom (free-form) tool call: the general way
         if not _is(&v[3], "function_call", 13):
-            # a message, reasoning, a server tool: not ours (an escaped type is read the general way)
-            return 0 if v[3].kind == CS_T_STR and v[3].has_esc else 1
+            if v[3].kind == CS_T_STR and v[3].has_esc:
+                return 0  # an escaped type is read the general way
+            # A message, reasoning, a server tool: no call; the turn keeps the event as sent.
+            turn = _responses_turn(acc)
+            if v[0].n == 25:
+                turn.done.append(PyBytes_FromStringAndSize(<const char *>data, n))
+            else:
+                turn.added.append([PyBytes_FromStringAndSize(<const char *>data, n), None])
+            return 1
         if v[0].n != 25 or v[4].kind != CS_T_STR or v[4].n == 0:
             return 0  # registering a call: the general way
         slot = acc._item(&v[4])
         if slot is None:
             return 0
         acc._complete_slot(slot)
+        # The done item, as the adapter keeps it: read only if the turn is asked for and no end event has it.
+        _responses_turn(acc).done.append(PyBytes_FromStringAndSize(<const char *>data, n))
         return 1
     if _is(&v[0], "response.completed", 18) or _is(&v[0], "response.incomplete", 19):
-        return _responses_end(acc, v)
+        return _responses_end(acc, v, data, n)
     if v[2].kind != CS_T_STR:
         return 0
     span = _span(&v[2])
@@ -58,8 +99,8 @@ cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
     return 1
 
 
-cdef int _responses_end(Accumulator acc, cs_val *v) except -1:
-    """Apply response.completed / .incomplete without reading the response's output."""
+cdef int _responses_end(Accumulator acc, cs_val *v, const unsigned char *data, Py_ssize_t n) except -1:
+    """Apply response.completed / .incomplete without reading the response's output (the turn keeps it as sent)."""
     cdef object reason
     if v[10].kind != CS_T_OTHER or not (v[8].kind & (CS_T_ABSENT | CS_T_NULL)) or v[5].kind == CS_T_STR \
             or not (v[6].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_STR)):
@@ -72,6 +113,7 @@ cdef int _responses_end(Accumulator acc, cs_val *v) except -1:
         reason = _span_str_v(&v[6])
     else:
         reason = "completed" if v[0].n == 18 else "incomplete"
+    _responses_turn(acc).final = PyBytes_FromStringAndSize(<const char *>data, n)
     acc._state.finish(0, reason)
     acc._complete_all()
     return 1

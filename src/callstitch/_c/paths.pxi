@@ -146,8 +146,7 @@ for _k in range(6):
 del _k
 _want(&_GEMINI_ENTRY[7], "willContinue")
 
-_FORMAT_CODES = {"openai-chat": FMT_CHAT, "openai-responses": FMT_RESPONSES, "anthropic": FMT_ANTHROPIC,
-                 "bedrock": FMT_BEDROCK, "cohere": FMT_COHERE, "gemini": FMT_GEMINI, "ollama": FMT_OLLAMA}
+_FORMAT_CODES = _registry.FAST_CODES  # name -> the FMT_* code above, declared per format there
 # Event types whose adapter does nothing with them: the fast path only validates them.
 _RESPONSES_HANDLED = frozenset(kind.encode() for kind in _responses.HANDLED_EVENTS)
 _COHERE_IGNORED = frozenset(kind.encode() for kind in _cohere.IGNORED_EVENTS)

@@ -10,6 +10,7 @@
  *   paths.h     the generic path extractor (cs_extract, cs_items)
  *   ollama.h    the Ollama chat line reader (cs_ollama_line)
  *   compact.h   compact re-encoding as orjson writes it (cs_compact)
+ *   digits.h    a run of digits an integer beyond 64 bits needs (cs_long_digit_run)
  *
  * eventstream.h (the AWS event stream's CRC-32 and fields) is included
  * beside it.
@@ -24,5 +25,6 @@
 #include "paths.h"
 #include "ollama.h"
 #include "compact.h"
+#include "digits.h"
 
 #endif /* CALLSTITCH_SCAN_H */

@@ -10,7 +10,7 @@ cdef class _SentArguments:
         if self.text is None:
             raise TypeError("no arguments text: only the accumulator makes these")
         data = _compacted_text(self.text)
-        return compact_json(_loads(self.text)) if data is None else data
+        return compact_json(_loads_exact(self.text)) if data is None else data
 
 
 cdef class _Slot:

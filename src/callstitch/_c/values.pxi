@@ -11,14 +11,27 @@ cdef object _span_str_v(const cs_val *v):
     return _span_str(&s)
 
 
+cdef object _loads_exact(bytes text):
+    """Return _exactjson.loads_exact(text): orjson's reading, read again only when C finds a long digit run."""
+    value = _loads(text)
+    if cs_long_digit_run(<const unsigned char *><char *>text, len(text)):
+        return _exact(text, value)
+    return value
+
+
+cdef inline bint _buf_long_run(bytearray buf):
+    """Tell whether a slot's bytes hold a long digit run (as _exactjson.long_digit_run, in C)."""
+    return cs_long_digit_run(<const unsigned char *>PyByteArray_AS_STRING(buf), PyByteArray_GET_SIZE(buf))
+
+
 cdef object _value(const cs_val *v):
-    """Return a located value as the Python object orjson would give for it (None when absent)."""
+    """Return a located value as the Python object loads_exact would give for it (None when absent)."""
     if v.kind == CS_T_STR:
         return _span_str_v(v)
     if v.kind == CS_T_INT:
         return v.i
     if v.kind == CS_T_OTHER or v.kind == CS_T_ARRAY:
-        return _loads((<const char *>v.p)[:v.n])
+        return _loads_exact((<const char *>v.p)[:v.n])
     return None
 
 
@@ -60,6 +73,11 @@ def _compact(bytes text):
     if not cs_extract(<const unsigned char *><char *>wrapped, len(wrapped), &want, 1, &v):
         raise ValueError("not a value the reader takes")
     return _compacted(&v)
+
+
+def _long_run(bytes text):
+    """Return what the C scan (cs_long_digit_run) tells of text (for tests: it must agree with _exactjson)."""
+    return cs_long_digit_run(<const unsigned char *><char *>text, len(text))
 
 
 cdef inline bint _is_true(const cs_val *v):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-from .._state import error_text
+from .inband import error_text
 from .._text import compact_json
 from .._turns.anthropic import AnthropicTurn, which_of
 
@@ -23,6 +23,16 @@ def claims(event: str | None, obj: Any) -> bool:
     return type(obj) is dict and type(obj.get("type")) is str and obj["type"] in _EVENTS
 
 
+class State:
+    """What an Anthropic stream remembers between events."""
+
+    __slots__ = ("tools", "streamed")
+
+    def __init__(self) -> None:
+        self.tools: dict[int, Any] = {}  # tool_use block index -> the input its start event carried
+        self.streamed: set[int] = set()  # tool blocks whose input streamed, or was settled from the start
+
+
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Messages stream event."""
     if type(obj) is not dict:
@@ -37,9 +47,9 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         if delta.get("type") == "input_json_delta":  # the commonest, here rather than a call away
             text = delta.get("partial_json")
             notes = state.notes
-            if index in notes.get("tools", ()) and type(text) is str:
+            if index in notes.tools and type(text) is str:
                 if text:  # an empty delta brings nothing: the block's start input still counts
-                    notes["streamed"].add(index)
+                    notes.streamed.add(index)
                 acc.fragment(0, index, None, None, text)
             elif type(text) is str:
                 _server_input(state, index, text)
@@ -164,16 +174,14 @@ def _server_input(state: Any, index: int, text: str) -> None:
 
 def start_tool(acc: Any, state: Any, index: int, call_id: Any, name: Any, initial: Any) -> None:
     """A tool_use block starts: its call, and the input its start carries (kept unless input streams)."""
-    notes = state.notes
-    notes.setdefault("tools", {})[index] = initial
-    notes.setdefault("streamed", set())
+    state.notes.tools[index] = initial
     acc.fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None, None)
 
 
 def stop_block(acc: Any, state: Any, index: int) -> None:
     """A content block stops: a tool block's call is complete (the caller logs the stop in the turn)."""
     _settle(acc, state, index)
-    if index in state.notes.get("tools", ()):
+    if index in state.notes.tools:
         acc.complete(0, index)
 
 
@@ -195,10 +203,11 @@ def merge_usage(state: Any, usage: Any) -> None:
 
 def _settle(acc: Any, state: Any, index: Any) -> None:
     """A tool block that streamed no input keeps the input its start event carried."""
-    tools = state.notes.get("tools")
-    if not tools or index not in tools or index in state.notes["streamed"]:
+    notes: State = state.notes
+    tools = notes.tools
+    if index not in tools or index in notes.streamed:
         return
-    state.notes["streamed"].add(index)
+    notes.streamed.add(index)
     initial = tools[index]
     if initial:  # {} (the usual placeholder) and None mean "no arguments"
         acc.fragment(0, index, None, None, compact_json(initial))
@@ -206,5 +215,5 @@ def _settle(acc: Any, state: Any, index: Any) -> None:
 
 def close(acc: Any, state: Any) -> None:
     """Settle tool blocks the stream never closed."""
-    for index in list(state.notes.get("tools", ())):
+    for index in list(state.notes.tools):
         _settle(acc, state, index)

@@ -31,6 +31,15 @@ def claims(event: str | None, obj: Any) -> bool:
     return name in _EVENTS or (event is not None and event.endswith("Exception"))
 
 
+class State:
+    """What a Bedrock ConverseStream remembers between events."""
+
+    __slots__ = ("tools",)
+
+    def __init__(self) -> None:
+        self.tools: set[int] = set()  # content block indices that are tool calls
+
+
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one ConverseStream event."""
     name, body = _unwrap(event, obj)
@@ -52,7 +61,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             return
         tool = delta.get("toolUse")
         if type(tool) is dict:
-            if index in notes.get("tools", ()):
+            if index in notes.tools:
                 acc.fragment(0, index, None, None, tool.get("input"))
             elif type(tool.get("input")) is str:  # a server tool's input: the turn keeps it
                 block = turn.block(index)
@@ -80,7 +89,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         if block is not None:
             block.start = start
         if block is not None and type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
-            notes.setdefault("tools", set()).add(index)
+            notes.tools.add(index)
             block.client = True
             call_id, tool_name = tool.get("toolUseId"), tool.get("name")
             acc.fragment(0, index, call_id if type(call_id) is str else None,
@@ -100,7 +109,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
                 turn.attend(0, -1, acc.text_length(0, 0))
             if turn.reasoning_open == index:
                 turn.attend(1, -1, acc.text_length(0, 1))
-        if type(index) is int and index in notes.get("tools", ()):
+        if type(index) is int and index in notes.tools:
             acc.complete(0, index)
     elif name == "metadata":
         turn.metadata.update(body)

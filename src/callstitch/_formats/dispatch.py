@@ -3,6 +3,8 @@
 Each format adapter is a module with ``handle(acc, state, event, obj, offset)``, which applies
 one parsed event to the accumulator, and optionally ``close(acc, state)``, called before the
 result is built, and ``claims(event, obj)``, which tells format="auto" that an event is its own.
+The adapters, and the order auto-detection asks them in, come from the registry (registry.py);
+what an adapter may call on the accumulator is the Sink protocol (sink.py).
 """
 
 from __future__ import annotations
@@ -12,33 +14,16 @@ from typing import Any
 
 import orjson
 
-from . import anthropic as _anthropic
-from . import bedrock as _bedrock
-from . import cohere as _cohere
-from . import gemini as _gemini
-from . import ollama as _ollama
 from . import openai_chat as _openai_chat
-from . import openai_responses as _openai_responses
-from .._state import error_text
-
-ADAPTERS = {
-    "openai-chat": _openai_chat,
-    "openai-responses": _openai_responses,
-    "anthropic": _anthropic,
-    "gemini": _gemini,
-    "bedrock": _bedrock,
-    "cohere": _cohere,
-    "ollama": _ollama,
-}
-FORMATS = tuple(ADAPTERS) + ("auto",)
-# The order auto-detection asks the adapters in: the most specific first.
-_DETECTION_ORDER = ("openai-responses", "anthropic", "cohere", "bedrock", "gemini", "ollama", "openai-chat")
+from .._exactjson import exact, long_digit_run
+from .inband import error_text
+from .registry import ADAPTERS, AUTO, CLOSERS, DETECTION, names, new_state
 
 
 def check_format(format: str) -> str:
     """Return format if callstitch knows it, else raise ValueError naming the known ones."""
-    if format not in FORMATS:
-        raise ValueError(f"unknown format {format!r}; known formats: {', '.join(FORMATS)}")
+    if format not in ADAPTERS and format != AUTO:
+        raise ValueError(f"unknown format {format!r}; known formats: {', '.join(names())}")
     return format
 
 
@@ -46,15 +31,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def decode_payload(data: bytes) -> Any:
-    """Parse one event's JSON payload with orjson.
+def decode_payload(data: bytes, long_run: bool | None = None) -> Any:
+    """Parse one event's JSON payload with orjson, integers beyond 64 bits exact (loads_exact, long_run as it takes it).
 
     orjson refuses a lone UTF-16 surrogate escape; a server that cuts arguments by UTF-16 units
-    sends exactly that, so such a payload is read with the standard library instead, and the
-    surrogate joined to its partner later. Anything else orjson refuses is an error.
+    sends exactly that, so such a payload is read with the standard library instead (which keeps
+    integers exact too), and the surrogate joined to its partner later. Anything else orjson
+    refuses is an error.
     """
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if "surrogate" not in str(exc) or b"\\u" not in data:
             raise
@@ -62,12 +48,16 @@ def decode_payload(data: bytes) -> Any:
             return json.loads(data, parse_constant=_reject_constant)
         except ValueError:
             raise exc from None
+    # loads_exact's test written out: a call less on every event of the general path
+    if long_run or (long_run is None and long_digit_run(data)):
+        return exact(data, value)
+    return value
 
 
 def detect(event: str | None, obj: Any) -> str | None:
     """Return the format an event belongs to, or None when it does not tell."""
-    for name in _DETECTION_ORDER:
-        if ADAPTERS[name].claims(event, obj):
+    for name, claims in DETECTION:
+        if claims(event, obj):
             return name
     return None
 
@@ -94,14 +84,21 @@ def foreign(state: Any, event: str | None, obj: Any, offset: int | None) -> bool
     return True
 
 
-def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: int | None) -> None:
-    """Handle one framed event (SSE event name or event-stream type, payload bytes) the fast path did not."""
+def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: int | None,
+                 long_run: bool | None = None) -> None:
+    """Handle one framed event (SSE event name or event-stream type, payload bytes) the fast path did not.
+
+    long_run: whether data holds a run of digits an integer beyond 64 bits needs, when the caller
+    has looked (the compiled twin, in C); None to look here (_exactjson.loads_exact).
+    """
     if event is None and state.format == "openai-chat" and data[:1] == b"{":
         try:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
         else:
+            if long_run or (long_run is None and long_digit_run(data)):  # as loads_exact, a call less
+                obj = exact(data, obj)
             if state.recognised or not foreign(state, None, obj, offset):
                 _openai_chat.handle_chunk(acc, state, obj, offset)
             return
@@ -114,7 +111,7 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
     if not stripped and event != "error":
         return  # an event with empty data (a bare "data:" line) carries nothing
     try:
-        obj = decode_payload(data)
+        obj = decode_payload(data, long_run)
     except (orjson.JSONDecodeError, ValueError) as exc:
         kind = "in-band error" if event == "error" else "malformed chunk"
         state.error(kind, f"not valid JSON ({exc})", offset, data)
@@ -136,6 +133,7 @@ def handle_parsed(acc: Any, state: Any, event: str | None, obj: Any, offset: int
                 state.error("unexpected shape", "an event of no known format", offset, obj)
             return
         state.format = found
+        state.notes = new_state(found)
         state.recognised = True
     if event == "error":
         state.error("in-band error", error_text(obj.get("error", obj) if type(obj) is dict else obj), offset, obj)
@@ -170,11 +168,8 @@ def handle_object(acc: Any, state: Any, obj: Any) -> None:
     handle_parsed(acc, state, None, obj, None)
 
 
-_CLOSERS = {name: adapter.close for name, adapter in ADAPTERS.items() if hasattr(adapter, "close")}
-
-
 def close(acc: Any, state: Any) -> None:
     """Let the format adapter hand over what it still holds, before the result is built."""
-    closer = _CLOSERS.get(state.format)
+    closer = CLOSERS.get(state.format)
     if closer is not None:
         closer(acc, state)

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from .._state import error_text
 from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn
+from .inband import error_text
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
 VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue", "structValue", "listValue")
@@ -27,6 +27,15 @@ _CUT_JSON = b"\\u0000callstitch-cut\\u0000"
 def claims(event: str | None, obj: Any) -> bool:
     """Tell whether an event is a Gemini response chunk."""
     return type(obj) is dict and ("candidates" in obj or "promptFeedback" in obj or "usageMetadata" in obj)
+
+
+class State:
+    """What a Gemini stream remembers between events."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open: dict[int, Builder] = {}  # choice -> its call whose arguments are being streamed
 
 
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
@@ -124,15 +133,14 @@ def start_call(acc: Any, state: Any, choice: int, name: str, call_id: Any, strea
     """A functionCall with a name: a whole call (args an object), or one whose arguments stream next."""
     close_open(acc, state, choice)
     if streamed:
-        state.notes.setdefault("open", {})[choice] = Builder(name, call_id if type(call_id) is str else None)
+        state.notes.open[choice] = Builder(name, call_id if type(call_id) is str else None)
     else:
         _emit(acc, choice, call_id, name, args)
 
 
 def open_call(state: Any, choice: int) -> Builder | None:
     """Return the call of a choice whose arguments are being streamed, if any."""
-    open_calls = state.notes.get("open")
-    return None if open_calls is None else open_calls.get(choice)
+    return state.notes.open.get(choice)
 
 
 def unusable(state: Any, entry: Any, offset: int | None, call: Any) -> None:
@@ -147,8 +155,7 @@ def _emit(acc: Any, choice: int, call_id: Any, name: str, args: Any) -> None:
 
 def close_open(acc: Any, state: Any, choice: int) -> None:
     """Hand over the choice's streamed call, if one is open, as built so far."""
-    open_calls = state.notes.get("open")
-    building = None if open_calls is None else open_calls.pop(choice, None)
+    building = state.notes.open.pop(choice, None)
     if building is not None:
         _emit(acc, choice, building.id, building.name, building.text())
 
@@ -159,8 +166,11 @@ def take_open(state: Any) -> list[tuple[int, str | None, str]]:
     For an accumulator cutting what an event over Limits.event_bytes may have held a piece of:
     the call is kept cut, with none of its arguments (they were only being assembled here).
     """
-    open_calls = state.notes.pop("open", None)
-    return [] if not open_calls else [(choice, b.id, b.name) for choice, b in open_calls.items()]
+    notes = state.notes
+    if type(notes) is not State or not notes.open:  # a stream of another format, or no call open
+        return []
+    open_calls, notes.open = notes.open, {}
+    return [(choice, b.id, b.name) for choice, b in open_calls.items()]
 
 
 def finish_choice(acc: Any, state: Any, choice: int, reason: str) -> None:
@@ -172,7 +182,7 @@ def finish_choice(acc: Any, state: Any, choice: int, reason: str) -> None:
 
 def close(acc: Any, state: Any) -> None:
     """Take calls the stream never closed as they were built."""
-    for choice in list(state.notes.get("open", ())):
+    for choice in list(state.notes.open):
         close_open(acc, state, choice)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._state import error_text
 from .._turns.ollama import CALLS, LAST, LOGPROBS, call_extras, new_turn
+from .inband import error_text
 
 
 def claims(event: str | None, obj: Any) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._state import error_text
 from .._turns.openai_chat import (CALL_KNOWN, CHOICE_KNOWN, DELTA_KNOWN, ENVELOPE, FUNCTION_KNOWN, NOT_EXTRA,
                                   ChatTurn, keep_first, merge_delta, note_logprobs)
+from .inband import error_text
 
 TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
 _TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING),

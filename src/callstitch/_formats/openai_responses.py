@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._state import error_text
+from .._turns.openai_responses import ResponsesTurn
+from .inband import error_text
 
 _TEXT = {"response.output_text.delta": 0, "response.reasoning_summary_text.delta": 1,
          "response.reasoning_text.delta": 1, "response.refusal.delta": 2}
 _ENDS = ("response.completed", "response.incomplete", "response.failed")
+_LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
+# Content parts of output items: the turn notes where each one's text starts and ends in the choice's text.
+_PARTS = ("response.content_part.added", "response.content_part.done", "response.reasoning_summary_part.added",
+          "response.reasoning_summary_part.done")
 # Every event type handle acts on; any other passes untouched (the compiled twin's fast path lets it pass).
-HANDLED_EVENTS = frozenset((*_TEXT, *_ENDS, "response.function_call_arguments.delta",
+HANDLED_EVENTS = frozenset((*_TEXT, *_ENDS, *_LIFECYCLE, *_PARTS, "response.function_call_arguments.delta",
                             "response.custom_tool_call_input.delta", "response.output_item.added",
                             "response.output_item.done", "response.function_call_arguments.done",
                             "response.custom_tool_call_input.done", "error"))
@@ -19,6 +24,16 @@ HANDLED_EVENTS = frozenset((*_TEXT, *_ENDS, "response.function_call_arguments.de
 def claims(event: str | None, obj: Any) -> bool:
     """Tell whether an event is a Responses API stream event."""
     return type(obj) is dict and type(obj.get("type")) is str and obj["type"].startswith("response.")
+
+
+class State:
+    """What a Responses stream remembers between events."""
+
+    __slots__ = ("calls", "streamed")
+
+    def __init__(self) -> None:
+        self.calls: set[str] = set()     # item ids of function_call and custom_tool_call items
+        self.streamed: set[str] = set()  # items whose arguments came as deltas (or were taken whole)
 
 
 def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
@@ -30,14 +45,14 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     if type(kind) is not str:
         return  # like any event type it does not know (JSON values may be unhashable: no lookups)
     if kind not in HANDLED_EVENTS:
-        return  # created, in_progress, content parts …: nothing to apply
+        return  # text done events, annotations …: nothing to apply (the done item and the response repeat them)
     notes = state.notes
     if kind == "response.function_call_arguments.delta" or kind == "response.custom_tool_call_input.delta":
         # A custom tool call's input streams as function arguments do (its item says it is custom).
         item, delta = obj.get("item_id"), obj.get("delta")
-        if type(item) is str and item in notes.get("calls", ()) and type(delta) is str:
+        if type(item) is str and item in notes.calls and type(delta) is str:
             if delta:  # an empty delta brings nothing: the done event's arguments still count
-                notes["streamed"].add(item)
+                notes.streamed.add(item)
             acc.fragment(0, state.key(item), None, None, delta)
     elif kind in _TEXT:
         delta = obj.get("delta")
@@ -45,20 +60,32 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             acc.text_piece(0, _TEXT[kind], delta)
     elif kind == "response.output_item.added" or kind == "response.output_item.done":
         item = obj.get("item")
+        slot = None
         if type(item) is dict and item.get("type") == "function_call":
-            _item(acc, state, item, done=kind.endswith("done"))
+            slot = _item(acc, state, item, done=kind.endswith("done"))
         elif type(item) is dict and item.get("type") == "custom_tool_call":
-            _item(acc, state, item, done=kind.endswith("done"), custom=True, offset=offset)
+            slot = _item(acc, state, item, done=kind.endswith("done"), custom=True, offset=offset)
+        # The turn keeps the event as the compiled twin does, read only when the turn is asked for.
+        turn = state.turn or keep_turn(state)
+        if kind.endswith("done"):
+            turn.done.append(obj)
+        else:
+            turn.added.append([obj, slot])
     elif kind == "response.function_call_arguments.done" or kind == "response.custom_tool_call_input.done":
         item = obj.get("item_id")
-        if type(item) is str and item in notes.get("calls", ()):
+        if type(item) is str and item in notes.calls:
             sent = obj.get("arguments" if kind.endswith("arguments.done") else "input")
             if kind.endswith("input.done") and sent is not None and type(sent) is not str:
                 state.error("unexpected shape", "custom tool call input is not a string", offset, obj)
                 sent = None
             _arguments(acc, state, item, sent)
             acc.complete(0, state.key(item))
+    elif kind in _PARTS:
+        keep_turn(state).part(acc, obj)
+    elif kind in _LIFECYCLE:
+        keep_turn(state).lifecycle = obj
     elif kind in _ENDS:
+        keep_turn(state).final = obj
         response = obj.get("response")
         if type(response) is dict:
             if response.get("usage") is not None:
@@ -75,13 +102,24 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
 
 
-def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False, offset: int | None = None) -> None:
-    """Register a function_call or custom_tool_call item (the call id is call_id; the item id keys its deltas)."""
+def keep_turn(state: Any) -> ResponsesTurn:
+    """Return the stream's turn record, made when its first event that the turn keeps comes."""
+    turn = state.turn
+    if turn is None:
+        turn = state.turn = ResponsesTurn()
+    return turn
+
+
+def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False,
+          offset: int | None = None) -> int | None:
+    """Register a function_call or custom_tool_call item (the call id is call_id; the item id keys its deltas).
+
+    Return the call's slot index, or None for an item with no usable id.
+    """
     key = item.get("id") or item.get("call_id")
     if type(key) is not str:
-        return  # an item with no usable id cannot be told apart from the others
-    calls = state.notes.setdefault("calls", set())
-    state.notes.setdefault("streamed", set())
+        return None  # an item with no usable id cannot be told apart from the others
+    calls = state.notes.calls
     call_id, name = item.get("call_id"), item.get("name")
     if key not in calls:
         calls.add(key)
@@ -95,11 +133,13 @@ def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False, of
         _arguments(acc, state, key, arguments)
     if done:
         acc.complete(0, state.key(key))
+    return state.keys[key]
 
 
 def _arguments(acc: Any, state: Any, key: Any, arguments: Any) -> None:
     """Take the complete arguments a done event repeats, unless deltas already brought them."""
-    if key in state.notes["streamed"] or arguments in (None, ""):
+    streamed = state.notes.streamed
+    if key in streamed or arguments in (None, ""):
         return
-    state.notes["streamed"].add(key)
+    streamed.add(key)
     acc.fragment(0, state.key(key), None, None, arguments)

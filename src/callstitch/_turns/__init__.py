@@ -11,23 +11,23 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-_MODULES = {
-    "openai-chat": "openai_chat",
-    "openai-responses": "openai_responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "bedrock": "bedrock",
-    "cohere": "cohere",
-    "ollama": "ollama",
-}
-
 
 def _module(result: Any) -> Any:
-    name = _MODULES.get(result.format)
-    if name is None:
+    # A format's turn module has its adapter's module name (the registry's ADAPTERS). Imported
+    # here: the adapters import their turn modules, which makes this package part of their import.
+    from .._formats.registry import ADAPTERS
+
+    adapter = ADAPTERS.get(result.format)
+    if adapter is None:
         raise ValueError(f"the stream's format was never recognised (format {result.format!r}), so it has no "
                          f"turn to give; see result.errors")
-    return import_module(f"{__name__}.{name}")
+    name = f"{__name__}.{adapter.__name__.rpartition('.')[2]}"
+    try:
+        return import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        raise ValueError(f"format {result.format!r} has no turn module ({name})") from None
 
 
 def to_response(result: Any) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from .._exactjson import loads_exact
+
 from .partial_json import complete_part
 
 TEXT, THINKING = 0, 1  # which text of the choice a block's text is in (sink.TEXT_CONTENT, TEXT_REASONING)
@@ -54,7 +56,7 @@ class Block:
         """Return the block's start object, parsed from its text on first use."""
         start = self.start
         if type(start) is not dict:  # the text of its content_block_start event (the compiled twin)
-            start = self.start = orjson.loads(start)["content_block"]
+            start = self.start = loads_exact(start)["content_block"]
         return start
 
     def __getstate__(self) -> tuple:
@@ -134,7 +136,7 @@ class AnthropicTurn:
         fields: dict = {}
         for delta in self.deltas or ():
             if type(delta) is bytes:  # the text of its message_delta event (the compiled twin)
-                delta = orjson.loads(delta).get("delta")
+                delta = loads_exact(delta).get("delta")
             if type(delta) is dict:
                 fields.update(delta)
         return fields
@@ -235,7 +237,7 @@ def _input(text: str, sent: Any) -> Any:
     if not text.strip():
         return sent
     try:
-        value = orjson.loads(text)
+        value = loads_exact(text)
     except orjson.JSONDecodeError:
         value = complete_part(text)
     return value if type(value) is dict else sent

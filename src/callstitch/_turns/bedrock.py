@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from .._exactjson import loads_exact
 from .partial_json import complete_part
 
 TEXT, REASONING = 0, 1  # which text of the choice a span is in (sink.TEXT_CONTENT, TEXT_REASONING)
@@ -216,7 +217,7 @@ def _parse(text: str) -> Any:
     if not text.strip():
         return {}
     try:
-        value = orjson.loads(text)
+        value = loads_exact(text)  # integers beyond 64 bits exact, as the calls' arguments
     except orjson.JSONDecodeError:
         value = complete_part(text)
     return value if type(value) is dict else {}

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from .._exactjson import loads_exact
 
 TEXT_KEYS = frozenset(("text", "thought", "thoughtSignature"))
 CALL_KEYS = frozenset(("name", "id", "args", "willContinue", "partialArgs"))
@@ -144,7 +144,7 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
     candidates: dict[int, GeminiCandidate] = {}
     for kind, choice, length0, length1, a, b in turn.log if turn is not None else ():
         if kind == ENVELOPE:
-            _take_envelope(fields, candidates, a if type(a) is dict else orjson.loads(a))
+            _take_envelope(fields, candidates, a if type(a) is dict else loads_exact(a))
             continue
         record = candidates.get(choice)
         if record is None:

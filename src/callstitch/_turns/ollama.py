@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from .._exactjson import loads_exact
 
 # The record of an Ollama stream (state.turn), a list and not a class instance: the compiled reader
 # makes one per stream, and a class instance cost 1.3% of a short stream's instructions where a list
@@ -37,7 +37,7 @@ def call_extras(call: dict, function: dict) -> Any:
 
 
 def _line(line: Any) -> dict:
-    return orjson.loads(line) if type(line) is bytes else line
+    return loads_exact(line) if type(line) is bytes else line
 
 
 def _tool_calls(result: Any, turn: Any) -> list[dict]:

@@ -1,0 +1,63 @@
+"""Read JSON with orjson, keeping integers beyond 64 bits exact (orjson reads them as floats, silently).
+
+orjson reads 100000000000000000000000000000 as 1e+29 without a word. Such an integer has at least
+LONG_RUN digits in a row, which almost no text has: the text is looked at for such a run (in C
+passes over the bytes), and only a text that has one is read again by the standard library,
+which keeps every integer exact. Digits inside a string count too: that costs the second reading,
+never a different value.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+__all__ = ["LONG_RUN", "long_digit_run", "loads_exact", "exact"]
+
+# The fewest digits in a row of an integer orjson cannot hold: -2**63-1 is -9223372036854775809 (19
+# digits), 2**64 is 18446744073709551616 (20). The compiled twin's scan (_c/digits.h) uses it too.
+LONG_RUN = 19
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_RUN = b"0" * LONG_RUN
+
+
+def long_digit_run(data: bytes | bytearray | memoryview | str) -> bool:
+    """Tell whether data holds LONG_RUN or more ASCII digits in a row, anywhere (a string's digits too)."""
+    if type(data) is str:
+        data = data.encode("utf-8", "surrogatepass")
+    elif type(data) is memoryview:
+        data = data.tobytes()
+    # Every digit mapped to "0", everything else to " ", then one substring search: a regular
+    # expression costs several times orjson's whole parse.
+    return _RUN in data.translate(_DIGITS_ONLY)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def exact(data: bytes | bytearray | memoryview | str, value: Any) -> Any:
+    """Return JSON text orjson has read as value read again by the standard library, every integer exact.
+
+    The standard library agrees with orjson on everything else orjson accepts. value (orjson's
+    reading) is returned when it cannot: nested deeper than its recursion allows, or an integer of
+    more digits than int() converts (sys.get_int_max_str_digits()).
+    """
+    try:
+        return json.loads(bytes(data) if type(data) is memoryview else data, parse_constant=_reject_constant)
+    except (RecursionError, ValueError):
+        return value
+
+
+def loads_exact(data: bytes | bytearray | memoryview | str, long_run: bool | None = None) -> Any:
+    """Parse JSON as orjson.loads does (and raise what it raises), integers beyond 64 bits exact.
+
+    long_run: whether data holds a run of LONG_RUN digits, when the caller knows (the compiled
+    twin looks in C); None to look here.
+    """
+    value = orjson.loads(data)
+    if long_run or (long_run is None and long_digit_run(data)):
+        return exact(data, value)
+    return value
