@@ -53,7 +53,8 @@ MARKERS = {"quickstart": 'callstitch.reassemble(body, format="openai-chat")',
            "gemini-turn": "contents.append(result.to_message())",  # run by tests/test_turn_gemini.py
            "turn-cohere": "cohere_sse_stream",  # run by tests/test_turn_cohere.py
            "turn-ollama": "ollama_ndjson_stream",  # run by tests/test_turn_ollama.py
-           "turn-openai-responses": "client.responses.with_streaming_response.create("}  # test_turn_openai_responses
+           "turn-openai-responses": "client.responses.with_streaming_response.create(",  # test_turn_openai_responses
+           "turn-bedrock": "converse_stream_body"}  # run by tests/test_turn_bedrock.py
 
 
 def _capture(name: str, ext: str = ".sse") -> bytes:
