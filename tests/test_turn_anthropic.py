@@ -389,10 +389,20 @@ def test_twins_agree_on_mangled_streams_split_anywhere(both, body, seed):
         turns.append(turn)
     if len(turns) == 2:
         assert turns[0] == turns[1]
-        text = both[0].reassemble(body, format="anthropic").text or ""
-        for block in turns[0][0]["content"]:
-            if block.get("type") == "text":
-                assert block["text"] in text  # never text that did not come
+        result = both[0].reassemble(body, format="anthropic")
+        text = result.text or ""
+        blocks = [block["text"] for block in turns[0][0]["content"] if block.get("type") == "text"]
+        for block in blocks:
+            assert _in_order(block, text)  # never text that did not come
+        # Every piece of text that came is in one text block, or the result says it is in none.
+        unplaced = [e.data["delta"]["text"] for e in result.errors if e.detail.endswith("in result.text only")]
+        assert sum(len(t.encode()) for t in blocks + unplaced) == len(text.encode())
+
+
+def _in_order(part: str, text: str) -> bool:
+    """Tell whether part's characters all occur in text, in order (the pieces of a block need not be adjacent)."""
+    rest = iter(text)
+    return all(ch in rest for ch in part)
 
 
 # ---------------------------------------------------------------- the complete part of a cut input
