@@ -275,11 +275,62 @@ def test_interleaved_and_misdirected_deltas(both):
     turns = [impl.reassemble(body, format="anthropic") for impl in both]
     ours = turns[0].to_response()
     assert ours == turns[1].to_response()
-    # Each delta lands in its own block, as the SDK puts it (index 9 has no block: the SDK fails there)
-    sdk_events = [e for e in events if e.get("index") != 9]
-    assert _as_json(ours)["content"] == sdk_message(_sse(sdk_events))["content"]
-    assert [b.get("text", b.get("thinking")) for b in ours["content"]] == ["a", "BD", "CGH"]
+    # Each delta lands in its own block, as the SDK puts it; a text delta aimed at no text block (E at
+    # the thinking block, F at index 9: the SDK drops E and fails at F) goes to the open text block.
+    sdk_events = [e for e in events if e.get("delta", {}).get("text") not in ("E", "F")]
+    sdk_content = sdk_message(_sse(sdk_events))["content"]
+    sdk_content[1]["text"] += "EF"
+    assert _as_json(ours)["content"] == sdk_content
+    assert [b.get("text", b.get("thinking")) for b in ours["content"]] == ["a", "BDEF", "CGH"]
     assert turns[0].text == "BCDEFGH"  # result.text keeps every text delta, as before
+    assert [e.detail for e in turns[0].errors] == [
+        "text_delta for block 0, a 'thinking' block: its text goes to the open text block (index 1)",
+        "text_delta for index 9, no block: its text goes to the open text block (index 1)"]
+    assert turns[0].errors == turns[1].errors
+
+
+def test_text_delta_at_a_redacted_thinking_block_stays_in_the_open_text_block(both):
+    # The saved example of the mangled-stream property: a text delta sent to the index of a
+    # redacted_thinking block while a text block's text is arriving. Its text is in result.text; the
+    # text block used to leave it out, so the block read "what kind of", which never came.
+    events = [{"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "x",
+                                                    "content": [], "stop_reason": None, "stop_sequence": None,
+                                                    "usage": {"input_tokens": 1, "output_tokens": 1}}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "redacted_thinking", "data": "EqkE"}},
+              {"type": "content_block_stop", "index": 0},
+              {"type": "content_block_start", "index": 1, "content_block": _TEXT},
+              {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "sent what"}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " appears to be some"}},
+              {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": " kind of test"}},
+              {"type": "content_block_stop", "index": 1},
+              {"type": "content_block_start", "index": 2, "content_block": _THINK},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}},
+              {"type": "content_block_stop", "index": 2},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "!"}},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+               "usage": {"output_tokens": 9}}]
+    body = _sse(events)
+    results = []
+    for impl in both:
+        for pieces in ([body], [body[i:i + 7] for i in range(0, len(body), 7)]):
+            acc = impl.Accumulator(format="anthropic")
+            for piece in pieces:
+                acc.feed(piece)
+            result = acc.finalize()
+            assert result.text == "sent what appears to be some kind of test!"
+            assert result.reasoning == "hm"
+            content = result.to_response()["content"]
+            assert content == [events[1]["content_block"], {"type": "text", "text": "sent what appears to be some kind of test"},
+                               {**_THINK, "thinking": "hm"}]
+            assert result.to_message()["content"] == content
+            assert [e.detail for e in result.errors] == [
+                "text_delta for block 0, a 'redacted_thinking' block: its text goes to the open text block (index 1)",
+                "thinking_delta for block 0, a 'redacted_thinking' block: its text goes to the open thinking block"
+                " (index 2)",
+                "text_delta for block 0, a 'redacted_thinking' block, while no text block is open: its text is in"
+                " result.text only"]
+            results.append((content, result.errors))
+    assert all(r == results[0] for r in results)
 
 
 @st.composite
@@ -338,10 +389,20 @@ def test_twins_agree_on_mangled_streams_split_anywhere(both, body, seed):
         turns.append(turn)
     if len(turns) == 2:
         assert turns[0] == turns[1]
-        text = both[0].reassemble(body, format="anthropic").text or ""
-        for block in turns[0][0]["content"]:
-            if block.get("type") == "text":
-                assert block["text"] in text  # never text that did not come
+        result = both[0].reassemble(body, format="anthropic")
+        text = result.text or ""
+        blocks = [block["text"] for block in turns[0][0]["content"] if block.get("type") == "text"]
+        for block in blocks:
+            assert _in_order(block, text)  # never text that did not come
+        # Every piece of text that came is in one text block, or the result says it is in none.
+        unplaced = [e.data["delta"]["text"] for e in result.errors if e.detail.endswith("in result.text only")]
+        assert sum(len(t.encode()) for t in blocks + unplaced) == len(text.encode())
+
+
+def _in_order(part: str, text: str) -> bool:
+    """Tell whether part's characters all occur in text, in order (the pieces of a block need not be adjacent)."""
+    rest = iter(text)
+    return all(ch in rest for ch in part)
 
 
 # ---------------------------------------------------------------- the complete part of a cut input

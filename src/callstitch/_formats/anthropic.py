@@ -16,6 +16,8 @@ _CLIENT_BLOCKS = frozenset(("tool_use",))
 # What the Anthropic SDK's messages.stream() yields besides the raw events (anthropic/lib/streaming
 # _types.py and _beta_types.py): each repeats what a raw event beside it carries, so it is skipped.
 SDK_DERIVED = frozenset(("text", "citation", "thinking", "signature", "input_json", "compaction"))
+_KINDS = ("text", "thinking")  # a text delta's kind of block, by which
+_FIELDS = ("text", "reasoning")  # the Result field that kind of text is in
 
 
 def claims(event: str | None, obj: Any) -> bool:
@@ -54,7 +56,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             elif type(text) is str:
                 _server_input(state, index, text)
         else:
-            _block_delta(acc, state, index, delta, offset)
+            _block_delta(acc, state, index, delta, offset, obj)
     elif kind == "content_block_start":
         index, block = obj.get("index"), obj.get("content_block")
         if type(index) is not int or type(block) is not dict:
@@ -126,20 +128,18 @@ def start_block(acc: Any, state: Any, index: int, block: dict, offset: int | Non
         _text(acc, state, 1, block.get("thinking"), offset, empty_ok=False)
 
 
-def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | None) -> None:
+def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | None, obj: dict) -> None:
     dtype = delta.get("type")
     if dtype == "text_delta" or dtype == "thinking_delta":
         which = 0 if dtype == "text_delta" else 1
         text = delta.get("text" if which == 0 else "thinking")
         if type(text) is str:
-            # The text goes to its block, or to none (a delta at an index with no block of its kind):
-            # never to the block whose text came before.
             turn = state.turn or turn_of(state)
             if turn.done != len(turn.log):
                 turn.settle()
             block = turn.by_index.get(index)
-            if block is not None and block.which != which:
-                block = None
+            if block is None or block.which != which:
+                block = _misdirected(state, turn, index, block, dtype, offset, obj)
             if turn.open[which] is not block:
                 turn.attend(which, block, acc.text_length(0, which))
         _text(acc, state, which, text, offset)
@@ -157,6 +157,29 @@ def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | No
             if block.citations is None:
                 block.citations = []
             block.citations.append(delta["citation"])
+
+
+def _misdirected(state: Any, turn: AnthropicTurn, index: int, block: Any, dtype: str, offset: int | None,
+                 obj: dict) -> Any:
+    """Return the block a text delta aimed at no block of its kind goes to: the open one of its kind, if any.
+
+    The text came in the stream of its kind (it is in result.text or .reasoning either way); the
+    open block is where that stream was going, so the turn keeps every piece that came, in order.
+    The anthropic SDK drops such a delta; the result says what happened.
+    """
+    which = 0 if dtype == "text_delta" else 1
+    target = turn.open[which]
+    if block is None:
+        aimed = f"index {index}, no block"
+    else:
+        aimed = f"block {index}, a {block.start_object().get('type')!r} block"
+    if target is None:
+        state.error("unexpected shape", f"{dtype} for {aimed}, while no {_KINDS[which]} block is open: "
+                    f"its text is in result.{_FIELDS[which]} only", offset, obj)
+    else:
+        state.error("unexpected shape", f"{dtype} for {aimed}: its text goes to the open {_KINDS[which]} "
+                    f"block (index {target.index})", offset, obj)
+    return target
 
 
 def _server_input(state: Any, index: int, text: str) -> None:
