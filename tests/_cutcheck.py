@@ -76,11 +76,18 @@ def _in_order(limited: Any, unlimited: Any) -> list[str]:
 
 
 def _same_or_cut(call: Any, ref: Any) -> bool:
-    """Tell whether call is ref whole (its position aside) or ref cut, its raw text a prefix of ref's."""
+    """Tell whether call is ref whole (its position aside) or ref cut, its raw text a prefix of ref's.
+
+    A cut call may lack the id or name ref has: they came in a piece of a dropped event (a call
+    may start without them and get them later). It never has another one.
+    """
+    if is_cut(call):
+        if call.kind != ref.kind or (call.id is not None and call.id != ref.id) or (
+                call.name is not None and call.name != ref.name):
+            return False
+        return bool(ref.quirks) or ref.raw_arguments.startswith(call.raw_arguments)
     if (call.id, call.name, call.kind) != (ref.id, ref.name, ref.kind):
         return False
-    if is_cut(call):
-        return bool(ref.quirks) or ref.raw_arguments.startswith(call.raw_arguments)
     return (call.raw_arguments == ref.raw_arguments and call.arguments == ref.arguments
             and type(call.arguments) is type(ref.arguments) and _error(call) == _error(ref) and call.quirks == ref.quirks)
 
