@@ -204,3 +204,28 @@ def bytewise(impl: Any, data: bytes) -> Any:
 def summary(result: Any) -> list[tuple]:
     """Return the calls of a Result as (id, name, arguments) tuples."""
     return [(c.id, c.name, c.arguments) for c in result.tool_calls]
+
+
+_JUNK = (b"", b"\n", b"}", b"x", b'"', b"{", b"1", b"\n\n")
+
+
+def damaged(body: bytes, seed: Any, step: int | None = None, copies: int = 30) -> list[bytes]:
+    """Return body cut short at every step bytes (about 150 places by default) and copies randomly damaged."""
+    r = random.Random(seed)
+    variants = [body[:k] for k in range(0, len(body), step or max(1, len(body) // 150))]
+    for _ in range(copies):
+        data = bytearray(body)
+        for _ in range(r.randint(1, 4)):
+            pos = r.randrange(len(data))
+            data[pos:pos + r.randint(0, 3)] = r.choice(_JUNK)
+        variants.append(bytes(data))
+    return variants
+
+
+def assert_twins_give_the_same_turn(both: Any, bodies: Iterable[bytes], fmt: str) -> None:
+    """Fail unless both twins give the same to_response() and to_message() for every body."""
+    c, py = both
+    for data in bodies:
+        rc, rp = c.reassemble(data, format=fmt), py.reassemble(data, format=fmt)
+        assert rc.to_response() == rp.to_response(), data
+        assert rc.to_message() == rp.to_message(), data

@@ -1,20 +1,17 @@
 """Cohere's whole turn: to_response() is the v2 chat response, to_message() the assistant message."""
 
-import contextlib
 import glob
-import http.server
 import json
 import os
 import pickle
-import random
-import threading
 
 import cohere
 import pydantic
 import pytest
 
 from _formats import CALLS, COHERE_USAGE, cohere_body, sse
-from _streams import feed_split, random_cuts
+from _servers import json_server
+from _streams import assert_twins_give_the_same_turn, damaged, feed_split, random_cuts
 from test_readme import _block, on_twin  # noqa: F401 - on_twin is a fixture
 
 import callstitch
@@ -158,48 +155,13 @@ def test_any_split_gives_the_same_turn(impl, name):
 
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_the_twins_give_the_same_turn_on_mangled_streams(both, name):
-    c, py = both
-    body = BODIES[name]
-    r = random.Random(name)
-    variants = [body[:k] for k in range(0, len(body), max(1, len(body) // 150))]
-    for _ in range(30):
-        data = bytearray(body)
-        for _ in range(r.randint(1, 4)):
-            pos = r.randrange(len(data))
-            data[pos:pos + r.randint(0, 3)] = r.choice([b"", b"\n", b"}", b"x", b'"', b"{", b"1", b"\n\n"])
-        variants.append(bytes(data))
-    for data in variants:
-        rc, rp = c.reassemble(data, format="cohere"), py.reassemble(data, format="cohere")
-        assert rc.to_response() == rp.to_response(), data
-        assert rc.to_message() == rp.to_message(), data
+    assert_twins_give_the_same_turn(both, damaged(BODIES[name], name), 'cohere')
 
 
-@contextlib.contextmanager
 def fake_cohere():
     """Serve /v2/chat on 127.0.0.1 with a fixed answer; yield (base_url, the request bodies received)."""
-    received = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's name
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            answer = json.dumps({"id": "a1", "finish_reason": "COMPLETE", "message": {
-                "role": "assistant", "content": [{"type": "text", "text": "It is 18°C."}]}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
+    return json_server({"id": "a1", "finish_reason": "COMPLETE", "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "It is 18°C."}]}})
 
 
 @pytest.mark.parametrize("name", ["cohere__vercel-ai__v2-parallel", "thinking-text-citations"])
