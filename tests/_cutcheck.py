@@ -14,6 +14,11 @@ def is_cut(call: Any) -> bool:
             and "Limits." in call.error.detail)
 
 
+def is_late(call: Any) -> bool:
+    """Tell whether a cut call was first seen after a dropped event, which may have held its start."""
+    return is_cut(call) and "first seen after an event went past Limits.event_bytes" in call.error.detail
+
+
 def cut_or_whole(limited: Any, unlimited: Any, events_dropped: bool = False) -> list[str]:
     """Return what breaks the rule in limited, the same stream's Result under limits (empty when none).
 
@@ -25,7 +30,10 @@ def cut_or_whole(limited: Any, unlimited: Any, events_dropped: bool = False) -> 
     events_dropped: Limits.event_bytes may have dropped events. A call whose every piece was in
     them is absent, so the others' positions shift: the calls of each choice are matched in order
     instead, as a subsequence of the unlimited ones (same id, name and kind). A call that started
-    without its name after a drop (its start was dropped) must be cut, keeping nothing.
+    without its name after a drop (its start was dropped) must be cut, keeping nothing; one first
+    seen after a drop that is cut, or whose arguments do not parse, reads as cut and says it came
+    late (is_late): what it keeps is a run of the unlimited call's raw text, not its start, and
+    it may come before calls that started earlier (their order is not checked).
     """
     if events_dropped:
         return _in_order(limited, unlimited) + _texts_kept(limited, unlimited)
@@ -67,6 +75,11 @@ def _in_order(limited: Any, unlimited: Any) -> list[str]:
         for call in (c for c in limited.tool_calls if c.choice == number):
             if is_cut(call) and call.raw_arguments == "":
                 continue  # cut keeping nothing (its start may have been dropped): nothing to be altered
+            if is_late(call):
+                # Its start may have been dropped, so it may come before calls that started earlier.
+                if not any(_same_or_cut(call, ref) for ref in refs):
+                    problems.append(f"{call!r} is neither whole nor cut among the unlimited calls")
+                continue
             while at < len(refs) and not _same_or_cut(call, refs[at]):
                 at += 1
             if at == len(refs):
@@ -85,7 +98,10 @@ def _same_or_cut(call: Any, ref: Any) -> bool:
         if call.kind != ref.kind or (call.id is not None and call.id != ref.id) or (
                 call.name is not None and call.name != ref.name):
             return False
-        return bool(ref.quirks) or ref.raw_arguments.startswith(call.raw_arguments)
+        if ref.quirks:
+            return True
+        return (call.raw_arguments in ref.raw_arguments if is_late(call)
+                else ref.raw_arguments.startswith(call.raw_arguments))
     if (call.id, call.name, call.kind) != (ref.id, ref.name, ref.kind):
         return False
     return (call.raw_arguments == ref.raw_arguments and call.arguments == ref.arguments

@@ -3,7 +3,8 @@
 An event dropped for its size may have held a piece of any call still open, or of a text. So on
 any drop every call still open is cut (it reads as truncated, naming Limits.event_bytes, its raw
 text as kept before the drop) and keeps nothing more, and every text keeps nothing more. A call
-handed over before the drop stays whole; a call that starts after it is whole. Before the fix the
+handed over whole before the drop stays whole (unless a piece of it still comes: the last section);
+a call that starts after it is whole. Before the fix the
 open call took the pieces after the drop and came out holed: wrong arguments, or none, with no
 error of its own.
 
@@ -202,3 +203,61 @@ def test_a_dropped_event_cuts_the_same_split_in_two_anywhere_in_it(impl, variant
         acc.feed(body[:k])
         acc.feed(body[k:])
         assert acc.finalize() == whole, k
+
+
+# ---------------------------------------------------------------- calls a drop reaches after they were handed over
+
+_BIG = b"data: " + _pad(600) + b"\n\n"  # over the limit of 400 below; every other event fits
+_LIMIT = Limits(event_bytes=400)
+
+
+def _start(index: int = 0, arguments: str = "") -> bytes:
+    return chunk([tool_delta(index, id="call_A", name="lookup", arguments=arguments)])
+
+
+def _piece(arguments: str, index: int = 0, **resent) -> bytes:
+    return chunk([tool_delta(index, arguments=arguments, **resent)])
+
+
+def test_a_whole_call_that_gets_a_piece_after_the_drop_is_cut_there(impl):
+    # Closed by finish_reason and whole, then a piece of it comes after all: the dropped event may
+    # have held pieces of it too, so it is cut, keeping what it had before the drop.
+    body = _start(arguments='{"a": 1}') + chunk([finish("tool_calls")]) + _BIG + _piece(" ") + DONE
+    (call,) = impl.reassemble(body, limits=_LIMIT).tool_calls
+    assert impl.reassemble(body).tool_calls[0].arguments == {"a": 1}
+    assert is_cut(call) and call.raw_arguments == '{"a": 1}' and (call.id, call.name) == ("call_A", "lookup")
+
+
+def test_a_whole_call_with_nothing_after_the_drop_stays_whole(impl):
+    body = _start(arguments='{"a": 1}') + chunk([finish("tool_calls")]) + _BIG + _piece("") + DONE
+    (call,) = impl.reassemble(body, limits=_LIMIT).tool_calls
+    assert call == impl.reassemble(body).tool_calls[0] and call.arguments == {"a": 1}
+
+
+def test_a_call_handed_over_broken_is_cut_at_a_later_drop(impl):
+    # [DONE] hands over every call, this one unfinished; the pieces after it (a mangled stream)
+    # finish it unlimited. Under the limit the dropped event held some of them: cut, not "truncated
+    # at the end of data" as if the stream had simply stopped.
+    body = _start(arguments='{"a": ') + DONE + _BIG + _piece("1}")
+    assert impl.reassemble(body).tool_calls[0].arguments == {"a": 1}
+    (call,) = impl.reassemble(body, limits=_LIMIT).tool_calls
+    assert is_cut(call) and call.raw_arguments == '{"a": ' and "Limits.event_bytes" in call.error.detail
+
+
+def test_a_late_call_whose_arguments_do_not_parse_says_its_start_may_be_lost(impl):
+    # Every piece resends the id and name, so a call whose first pieces were in the dropped event
+    # looks as if it started after it: what came does not parse, and it reads as cut, kept as sent.
+    resent = dict(id="call_A", name="lookup")
+    body = _BIG + _piece('"q": "tea"}', **resent) + chunk([finish("tool_calls")]) + DONE
+    (call,) = impl.reassemble(body, limits=_LIMIT).tool_calls
+    assert is_cut(call) and call.raw_arguments == '"q": "tea"}' and (call.id, call.name) == ("call_A", "lookup")
+    assert "first seen after an event went past Limits.event_bytes" in call.error.detail
+    # Unlimited the same pieces are a malformed call, said so plainly: only a drop makes it late.
+    assert impl.reassemble(body).tool_calls[0].error.kind == "trailing data"
+
+
+def test_a_late_call_whose_arguments_parse_is_whole(impl):
+    resent = dict(id="call_A", name="lookup")
+    body = _BIG + _piece('{"q": ', **resent) + _piece('"tea"}', **resent) + chunk([finish("tool_calls")]) + DONE
+    (call,) = impl.reassemble(body, limits=_LIMIT).tool_calls
+    assert call.arguments == {"q": "tea"} and call.error is None and "resent-id" in call.quirks

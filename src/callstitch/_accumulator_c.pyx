@@ -746,8 +746,12 @@ Reassemble the tool calls of one streamed response.
         cdef _Slot slot
         cdef _Text t
         for slot in self._slots:
-            if slot.call is None and not slot.over:
+            if not slot.over:
+                # A call built whole already stays whole, unless a piece of it comes after all
+                # (_append); one built broken (at [DONE], say) may have had its rest in the event.
                 slot.over = _CUT_EVENT_BYTES
+                if slot.call is not None and slot.call.error is not None:
+                    slot.call_nfrags = -1
                 slot.pending = 0  # a surrogate pending at the cut is cut with it
         for choice, call_id, name in _gemini.take_open(self._state):  # Vertex AI calls built from partialArgs
             self._wholes -= 1
@@ -1196,6 +1200,8 @@ Reassemble the tool calls of one streamed response.
         cdef bytes head
         if slot.over:
             slot.pending = 0
+            if s.n:
+                slot.call_nfrags = -1  # a piece past the cut: a call built before it is built again, as cut
             return 0
         if slot.shared:
             _unshare(slot)
@@ -1456,9 +1462,12 @@ Reassemble the tool calls of one streamed response.
             self._cap("calls")
             return None
         slot = _Slot.__new__(_Slot)
-        if self._dropped and name is None:
-            # A call starting without its name after a dropped event: its start was in it. Keep none of it.
-            slot.over = _CUT_EVENT_BYTES
+        if self._dropped:
+            if name is None:
+                # A call starting without its name after a dropped event: its start was in it. Keep none of it.
+                slot.over = _CUT_EVENT_BYTES
+            else:
+                slot.late = True
         slot.choice = choice
         slot.seq = len(self._slots)
         slot.position = cs.count
@@ -1475,7 +1484,10 @@ Reassemble the tool calls of one streamed response.
         cdef object cumulative = slot.cumulative
         cdef bint continues
         cdef bytes prefix = b""
-        if not n or slot.over:
+        if not n:
+            return 0
+        if slot.over:
+            slot.call_nfrags = -1  # a piece past the cut: a call built before it is built again, as cut
             return 0
         if slot.shared:
             _unshare(slot)
@@ -1645,7 +1657,7 @@ Reassemble the tool calls of one streamed response.
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
                                   slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
-                                  slot.custom, _buf_long_run(slot.buf))
+                                  slot.custom, _buf_long_run(slot.buf), slot.late)
             slot.call_nfrags = slot.nfrags
             slot.shared = not final
         return slot.call

@@ -36,7 +36,7 @@ class _Slot:
     """One call being received: id, name and its argument bytes."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks", "call", "call_nfrags", "over", "shared", "parsed", "custom")
+                 "pending", "quirks", "call", "call_nfrags", "over", "shared", "parsed", "custom", "late")
 
     def __init__(self, choice: int, seq: int, position: int) -> None:
         self.choice = choice
@@ -58,6 +58,7 @@ class _Slot:
         self.shared = False  # a call handed over holds buf: copy it before it changes (_unshare)
         self.parsed: Any = None  # the arguments as a value, when the call arrived whole with them parsed
         self.custom = False  # an OpenAI custom tool call: its input text is the arguments, never parsed
+        self.late = False  # first seen after a dropped event (Limits.event_bytes), which may have held its start
 
 
 class _ChoiceState:
@@ -306,8 +307,12 @@ class Accumulator:
     def cut_open(self) -> None:
         """Cut every call still open and every text: the event just dropped may have held a piece of them."""
         for slot in self._slots:
-            if slot.call is None and not slot.over:
+            if not slot.over:
+                # A call built whole already stays whole, unless a piece of it comes after all
+                # (_append); one built broken (at [DONE], say) may have had its rest in the event.
                 slot.over = CUT_EVENT_BYTES
+                if slot.call is not None and slot.call.error is not None:
+                    slot.call_nfrags = -1
                 slot.pending = 0  # a surrogate pending at the cut is cut with it
         for choice, call_id, name in _gemini.take_open(self._state):  # Vertex AI calls built from partialArgs
             self._wholes -= 1
@@ -632,9 +637,12 @@ class Accumulator:
             self._cap("calls")
             return None
         slot = _Slot(choice, len(self._slots), cs.count)
-        if self._dropped and name is None:
-            # A call starting without its name after a dropped event: its start was in it. Keep none of it.
-            slot.over = CUT_EVENT_BYTES
+        if self._dropped:
+            if name is None:
+                # A call starting without its name after a dropped event: its start was in it. Keep none of it.
+                slot.over = CUT_EVENT_BYTES
+            else:
+                slot.late = True
         cs.count += 1
         self._slots.append(slot)
         return slot
@@ -642,7 +650,10 @@ class Accumulator:
     def _append(self, slot: _Slot, data: bytes) -> None:
         """Append one fragment's bytes, tracking whether the fragments are cumulative, within the limits."""
         n = len(data)
-        if not n or slot.over:
+        if not n:
+            return
+        if slot.over:
+            slot.call_nfrags = -1  # a piece past the cut: a call built before it is built again, as cut
             return
         if slot.shared:
             _unshare(slot)
@@ -791,7 +802,7 @@ class Accumulator:
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
                                   slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
-                                  slot.custom)
+                                  slot.custom, None, slot.late)
             slot.call_nfrags = slot.nfrags
             slot.shared = not final
         return slot.call

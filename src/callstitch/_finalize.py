@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from ._exactjson import exact, long_digit_run, loads_exact
-from ._limits import CUT_LIMITS
+from ._limits import cut_detail
 from ._results import ArgumentsError, Choice, Result, ToolCall
 from ._state import RawJSON
 
@@ -137,7 +137,7 @@ def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: 
 
 def make_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
               cumulative: list[int] | None, last_start: int, bits: int, cut: int = 0,
-              parsed: Any = None, custom: bool = False, long_run: bool | None = None) -> ToolCall:
+              parsed: Any = None, custom: bool = False, long_run: bool | None = None, late: bool = False) -> ToolCall:
     """Build one finished ToolCall from a slot's state: its arguments parsed once.
 
     cut: 0, or the limit (a _limits.CUT_* code) the arguments went past, the rest dropped; they
@@ -145,27 +145,29 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
     value, when the call arrived whole with them already parsed (data is then their compact JSON).
     custom: an OpenAI custom tool call, whose input text is its arguments, as sent. long_run:
     whether data holds a run of digits an integer beyond 64 bits needs (loads_exact), when the
-    caller has looked (the compiled twin, in C); None to look when parsing.
+    caller has looked (the compiled twin, in C); None to look when parsing. late: the call was
+    first seen after an event dropped at Limits.event_bytes; when its arguments do not parse, that
+    event may have held their start, so it reads as truncated, saying so, rather than as malformed.
     """
     if custom:
-        return _custom_call(choice, index, call_id, name, data, cumulative, bits, cut)
+        return _custom_call(choice, index, call_id, name, data, cumulative, bits, cut, late)
     if parsed is not None and not cut:
         if type(parsed) is dict:
             return ToolCall(call_id, name, choice, index, parsed, data, None, quirk_names(bits))
         return ToolCall(call_id, name, choice, index, None, data, _not_an_object(parsed, data, call_id, name),
                         quirk_names(bits))
-    if cut:
-        if cumulative is not None and len(cumulative) > 1:
-            data = b"".join(data[:n] for n in cumulative[:-1]) + data  # what was sent before the cut, as sent
-        error = ArgumentsError("truncated", f"the rest of the arguments went past Limits.{CUT_LIMITS[cut]} and was "
-                               f"dropped", call_id=call_id, name=name, offset=len(data), raw=data)
-        return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
-    data, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name, long_run)
-    return ToolCall(call_id, name, choice, index, arguments, data, error, quirk_names(bits | more))
+    if not cut:
+        settled, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name, long_run)
+        if error is None or not late:
+            return ToolCall(call_id, name, choice, index, arguments, settled, error, quirk_names(bits | more))
+    if cumulative is not None and len(cumulative) > 1:
+        data = b"".join(data[:n] for n in cumulative[:-1]) + data  # what was sent before the cut, as sent
+    error = ArgumentsError("truncated", cut_detail(cut, late), call_id=call_id, name=name, offset=len(data), raw=data)
+    return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
 
 
 def _custom_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
-                 cumulative: list[int] | None, bits: int, cut: int) -> ToolCall:
+                 cumulative: list[int] | None, bits: int, cut: int, late: bool) -> ToolCall:
     """Build a custom (free-form) call: its input is any text, kept exactly as sent, never parsed."""
     if cumulative is not None and len(cumulative) > 1:
         # The slot keeps only the latest of fragments that each began with the one before: no
@@ -173,8 +175,8 @@ def _custom_call(choice: int, index: int, call_id: str | None, name: str | None,
         data = b"".join(data[:n] for n in cumulative[:-1]) + data
     text = bytes(data).decode("utf-8", "replace")
     if cut:
-        error = ArgumentsError("truncated", f"the rest of the input went past Limits.{CUT_LIMITS[cut]} and was dropped",
-                               call_id=call_id, name=name, offset=len(data), raw=data)
+        error = ArgumentsError("truncated", cut_detail(cut, late, "input"), call_id=call_id, name=name, offset=len(data),
+                               raw=data)
         return ToolCall(call_id, name, choice, index, None, text, error, quirk_names(bits), "custom")
     return ToolCall(call_id, name, choice, index, text, text, None, quirk_names(bits), "custom")
 

@@ -32,6 +32,7 @@ cdef class _Slot:
     cdef bint shared  # a call handed over holds buf: copy it before it changes (_unshare)
     cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
     cdef bint custom  # an OpenAI custom tool call: its input text is the arguments, never parsed
+    cdef bint late  # first seen after a dropped event (Limits.event_bytes), which may have held its start
 
     def __cinit__(self):
         self.buf = PyByteArray_FromStringAndSize(NULL, 0)  # the other fields start as None and 0

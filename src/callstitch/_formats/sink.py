@@ -59,7 +59,8 @@ class EventSink(Sink, Protocol):
         """Cut every call still open and every text, after dropping an event over Limits.event_bytes.
 
         The dropped event may have held a piece of any of them: each call not yet handed over reads
-        as truncated and keeps nothing more, and no text keeps anything more (cut, never holed).
+        as truncated and keeps nothing more, one handed over broken is cut, one handed over whole
+        is cut too if a piece of it comes after all, and no text keeps anything more (cut, never holed).
         """
 
 
