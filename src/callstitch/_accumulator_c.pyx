@@ -1444,11 +1444,13 @@ Reassemble the tool calls of one streamed response.
         if call_id is not None:
             if slot.id is None:
                 slot.id = call_id
+                slot.call_nfrags = -1  # a call built already is built again, with it
             elif slot.id == call_id:
                 quirks |= _Q_RESENT_ID
         if name is not None:
             if slot.name is None:
                 slot.name = name
+                slot.call_nfrags = -1  # a call built already is built again, with it
             elif slot.name == name:
                 quirks |= _Q_RESENT_NAME
             else:
@@ -1649,10 +1651,9 @@ Reassemble the tool calls of one streamed response.
         if slot.pending:  # a high surrogate never joined: keep its escape text
             self._append(slot, escape_surrogate(slot.pending).encode())
             slot.pending = 0
-        if (slot.call is None or slot.call_nfrags != slot.nfrags or slot.call.id != slot.id
-                or slot.call.name != slot.name):
-            # Built again when a later fragment brought an id or a name even with no arguments kept (an
-            # empty piece, or one a limit cut). The call takes the buffer itself, not a copy (a call can
+        if slot.call is None or slot.call_nfrags != slot.nfrags:
+            # Built again when a later fragment brought arguments, an id or a name (_route), even with no
+            # arguments kept (an empty piece, or one a limit cut). The call takes the buffer itself, not a copy (a call can
             # be as big as Limits.call_bytes); before the end it may still grow: then it is copied first.
             cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
             slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,

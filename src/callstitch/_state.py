@@ -29,7 +29,7 @@ class StreamState:
         self.ended = False  # the stream's terminator ([DONE]) has come: nothing after it is this stream's
         self.errors: list[StreamError] = []
         self.error_limit = 1 << 62  # Limits.errors: errors kept; further ones are only counted …
-        self.errors_over: dict[str, int] = {}  # … here, by kind …
+        self.errors_over: dict[str, int] | None = None  # … here, by kind (made at the first: most streams have none) …
         self.errors_over_from: int | None = None  # … and where the first of them was
         self.finish_reasons: dict[int, str] = {}
         self.usage: Any = None
@@ -52,7 +52,8 @@ class StreamState:
         """Record a problem met in the stream."""
         if len(self.errors) >= self.error_limit:
             # A stream of millions of bad events must not take memory by the error: count the rest.
-            if not self.errors_over:
+            if self.errors_over is None:
+                self.errors_over = {}
                 self.errors_over_from = offset
             self.errors_over[kind] = self.errors_over.get(kind, 0) + 1
             return
@@ -67,7 +68,7 @@ class StreamState:
 
     def result_errors(self) -> list[StreamError]:
         """Return the errors for the Result: those kept, then one saying how many more were not."""
-        if not self.errors_over:
+        if self.errors_over is None:
             return self.errors
         return [*self.errors, errors_not_kept(self.error_limit, self.errors_over, self.errors_over_from)]
 

@@ -105,7 +105,10 @@ class BedrockTurn:
         if current == index:
             return
         if current >= 0:  # close its open span of that kind (the last one: a block may hold both kinds)
-            next(span for span in reversed(self.blocks[current].spans) if span[0] == which)[2] = at
+            for span in reversed(self.blocks[current].spans):
+                if span[0] == which:
+                    span[2] = at
+                    break
         if index >= 0:
             self.block(index).spans.append([which, at, -1])
         if which:
