@@ -400,14 +400,31 @@ def test_a_limit_cut_call_is_cut_in_the_turn_too(impl):
     assert ITEMS[3]["arguments"].startswith(call["arguments"]) and len(call["arguments"]) <= 8
 
 
+def _types(kept) -> list[str]:
+    return [(orjson.loads(k) if isinstance(k, bytes) else k)["type"] for k in kept]
+
+
 def test_the_turn_keeps_no_delta_event_and_pickles(impl):
-    body = sse(stream_events(ITEMS, size=1))
-    result = impl.reassemble(body)
+    # Cut before its end: the lifecycle event and the items' events, to rebuild the output from.
+    events = [e for e in stream_events(ITEMS, size=1) if e["type"] != "response.completed"]
+    result = impl.reassemble(sse(events))
     turn = result._turn
-    kept = [turn.lifecycle, turn.final, *turn.done]
-    types = [(orjson.loads(k) if isinstance(k, bytes) else k)["type"] for k in kept]
-    assert types == ["response.in_progress", "response.completed"] + ["response.output_item.done"] * len(ITEMS)
-    assert not any(t.endswith(".delta") for t in types)
+    assert turn.final is None
+    assert _types([turn.lifecycle, *turn.done]) == ["response.in_progress"] + ["response.output_item.done"] * len(ITEMS)
+    assert not any(t.endswith(".delta") for t in _types([a for a, _slot in turn.added] + [p[0] for p in turn.parts]))
+    again = pickle.loads(pickle.dumps(result))
+    assert again.to_response() == result.to_response() and again.to_message() == result.to_message()
+
+
+def test_an_end_event_with_the_output_is_all_the_turn_keeps(impl):
+    # The response of response.completed holds every item: keeping the other events too would be
+    # a second copy of the whole output (and a third of every text, in the content part events).
+    events = stream_events(ITEMS, size=1)
+    result = impl.reassemble(sse(events))
+    turn = result._turn
+    assert _types([turn.final]) == ["response.completed"]
+    assert (turn.lifecycle, turn.added, turn.parts, turn.done) == (None, [], [], [])
+    assert result.to_response() == events[-1]["response"]
     again = pickle.loads(pickle.dumps(result))
     assert again.to_response() == result.to_response() and again.to_message() == result.to_message()
 

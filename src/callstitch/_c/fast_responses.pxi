@@ -51,7 +51,7 @@ cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
         return 1
     if (_is(&v[0], "response.function_call_arguments.done", 37) or _is(&v[0], "response.output_item.done", 25)
             or _is(&v[0], "response.output_item.added", 26) or _is(&v[0], "response.completed", 18)
-            or _is(&v[0], "response.incomplete", 19)) and not cs_extract(data, n, _RESPONSES_END, 11, v):
+            or _is(&v[0], "response.incomplete", 19)) and not cs_extract(data, n, _RESPONSES_END, 12, v):
         return 0
     if _is(&v[0], "response.function_call_arguments.done", 37):
         # Its arguments repeat what the deltas brought: the call is complete.
@@ -113,7 +113,8 @@ cdef int _responses_end(Accumulator acc, cs_val *v, const unsigned char *data, P
         reason = _span_str_v(&v[6])
     else:
         reason = "completed" if v[0].n == 18 else "incomplete"
-    _responses_turn(acc).final = PyBytes_FromStringAndSize(<const char *>data, n)
+    _responses_turn(acc).end(PyBytes_FromStringAndSize(<const char *>data, n),
+                             not (v[11].kind & (CS_T_ABSENT | CS_T_NULL)))
     acc._state.finish(0, reason)
     acc._complete_all()
     return 1

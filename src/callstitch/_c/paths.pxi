@@ -17,7 +17,7 @@ cdef enum:
 cdef cs_want _ANTHROPIC[6]
 cdef cs_want _ANTHROPIC_OTHER[12]
 cdef cs_want _RESPONSES[3]
-cdef cs_want _RESPONSES_END[11]
+cdef cs_want _RESPONSES_END[12]
 cdef cs_want _BEDROCK[5]
 cdef cs_want _COHERE[8]
 cdef cs_want _GEMINI[8]
@@ -77,6 +77,7 @@ _want(&_RESPONSES_END[7], "response", "incomplete_details", "reason")
 _want(&_RESPONSES_END[8], "response", "error")
 _want(&_RESPONSES_END[9], "response", "incomplete_details")
 _want(&_RESPONSES_END[10], "response")
+_want(&_RESPONSES_END[11], "response", "output")
 # bedrock contentBlockDelta payload: contentBlockIndex, delta.toolUse, delta.toolUse.input, delta.text,
 # delta.reasoningContent
 _want(&_BEDROCK[0], "contentBlockIndex")

@@ -85,8 +85,8 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     elif kind in _LIFECYCLE:
         keep_turn(state).lifecycle = obj
     elif kind in _ENDS:
-        keep_turn(state).final = obj
         response = obj.get("response")
+        keep_turn(state).end(obj, type(response) is dict and response.get("output") is not None)
         if type(response) is dict:
             if response.get("usage") is not None:
                 state.usage = response["usage"]

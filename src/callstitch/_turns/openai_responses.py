@@ -51,6 +51,13 @@ class ResponsesTurn:
     def __setstate__(self, state: tuple) -> None:
         self.lifecycle, self.final, self.added, self.parts, self.done = state
 
+    def end(self, event: dict | bytes, has_output: bool) -> None:
+        """Keep the end event; when its response carries the output, it is the turn: nothing else is kept."""
+        self.final = event
+        if has_output:  # what the other events said is all in it (response() reads only it then)
+            self.lifecycle = None
+            self.added, self.parts, self.done = [], [], []
+
     def part(self, acc: Any, event: dict | bytes) -> None:
         """Keep a part's added or done event with the lengths of the texts, where its text starts or ends."""
         self.parts.append([event, acc.text_length(0, 0), acc.text_length(0, 1), acc.text_length(0, 2)])
