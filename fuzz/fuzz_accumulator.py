@@ -73,6 +73,10 @@ def check_cut_or_whole(fmt, body, cuts, limits):
     for implementation in (_accumulator_c, _accumulator_py):
         unlimited = result_of(implementation, fmt, body, [], None)
         limited = result_of(implementation, fmt, body, cuts, limits)
+        if limited.format != unlimited.format:
+            # format="auto" on a body of two formats: the drops left the other format's events to
+            # be seen first, so the limited stream was read as that one; compare it read so whole.
+            unlimited = result_of(implementation, limited.format, body, [], None)
         problems = cut_or_whole(limited, unlimited, limits.event_bytes is not None)
         if problems:
             raise AssertionError(f"{implementation.__name__} on {fmt} under {limits}: {problems}")

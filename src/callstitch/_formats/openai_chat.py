@@ -15,6 +15,8 @@ from .._turns.openai_chat import (CALL_KNOWN, CHOICE_KNOWN, DELTA_KNOWN, ENVELOP
 from .inband import error_text
 
 TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
+_NOT_AN_EXTRA = NOT_EXTRA | frozenset(ENVELOPE)  # top-level keys that are no extra of the response
+_ALL_ENVELOPE = sum(ENVELOPE.values())
 _TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING),
                 ("reasoning", TEXT_REASONING), ("refusal", TEXT_REFUSAL))
 
@@ -51,6 +53,14 @@ def _note_envelope(turn: ChatTurn, chunk: dict) -> None:
     # Azure's content-filter chunks have an empty "object" (and id, model, created 0): the SDK skips
     # them; their extras (prompt_filter_results) are the response's, their envelope is not.
     envelope_too = chunk.get("object") != ""
+    if _NOT_AN_EXTRA.issuperset(chunk):  # the common chunk: only the envelope fields to look at
+        if envelope_too and turn.have != _ALL_ENVELOPE:
+            for key, bit in ENVELOPE.items():
+                value = chunk.get(key)
+                if value is not None and not turn.have & bit:
+                    turn.envelope[key] = value
+                    turn.have |= bit
+        return
     for key, value in chunk.items():
         if key in NOT_EXTRA or value is None:
             continue
