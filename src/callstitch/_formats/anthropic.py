@@ -135,7 +135,7 @@ def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | No
         text = delta.get("text" if which == 0 else "thinking")
         if type(text) is str:
             turn = state.turn or turn_of(state)
-            if turn.done != len(turn.log):
+            if turn.log:
                 turn.settle()
             block = turn.by_index.get(index)
             if block is None or block.which != which:

@@ -84,7 +84,7 @@ class AnthropicTurn:
     kind of text (TEXT, THINKING), the block whose text is arriving, or None.
     """
 
-    __slots__ = ("message", "log", "deltas", "blocks", "by_index", "open", "done")
+    __slots__ = ("message", "log", "deltas", "blocks", "by_index", "open")
 
     def __init__(self) -> None:
         self.message: dict | None = None
@@ -93,7 +93,6 @@ class AnthropicTurn:
         self.blocks: list[Block] = []
         self.by_index: dict[int, Block] = {}
         self.open: list[Block | None] = [None, None]
-        self.done = 0  # entries of the log read into blocks
 
     def __getstate__(self) -> tuple:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -103,10 +102,9 @@ class AnthropicTurn:
             setattr(self, name, value)
 
     def settle(self) -> None:
-        """Read the block starts and stops logged since the last call into the blocks."""
+        """Read the block starts and stops logged since the last call into the blocks, and let the log go."""
         log = self.log
-        for k in range(self.done, len(log)):
-            entry = log[k]
+        for entry in log:
             if len(entry) == 4:
                 index, start, which, at = entry
                 block = Block(index, start, which)
@@ -118,7 +116,7 @@ class AnthropicTurn:
                 block = self.by_index.get(entry[0])
                 if block is not None and block.which >= 0 and self.open[block.which] is block:
                     self.attend(block.which, None, entry[1 + block.which])
-        self.done = len(log)
+        log.clear()  # a block's start read (start_object()) must not be held a second time as its text
 
     def attend(self, which: int, block: Block | None, at: int) -> None:
         """Make block the one the next text of that kind belongs to (None: no block), closing the last one's span."""
