@@ -36,6 +36,7 @@ cdef int _anthropic_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
 cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply a block start or stop, or a message start, delta or stop, as _anthropic.handle does; 0: the general way."""
     cdef cs_val *v = acc._vals
+    cdef cs_val usage[1]
     cdef int64_t index
     if not cs_extract(data, n, _ANTHROPIC_OTHER, 12, v) or v[0].kind != CS_T_STR or v[0].has_esc:
         return 0
@@ -69,7 +70,10 @@ cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t
             _anthropic.merge_usage(state, _value(&v[10]))
         return 1
     if _is(&v[0], "message_start", 13):
-        _anthropic.message_start(state, _value(&v[11]))
+        if not _is_object(&v[11]) or not cs_extract(v[11].p, v[11].n, _ANTHROPIC_USAGE, 1, usage):
+            return 0  # the adapter keeps nothing of it, or reads it the general way
+        # The turn keeps the message as its JSON text, read when the turn is asked for; the usage counts now.
+        _anthropic.message_start(state, (<const char *>v[11].p)[:v[11].n], _value(&usage[0]))
         return 1
     if _is(&v[0], "message_stop", 12):
         state.complete = True

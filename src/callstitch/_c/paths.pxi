@@ -16,6 +16,7 @@ cdef enum:
 
 cdef cs_want _ANTHROPIC[6]
 cdef cs_want _ANTHROPIC_OTHER[12]
+cdef cs_want _ANTHROPIC_USAGE[1]
 cdef cs_want _RESPONSES[3]
 cdef cs_want _RESPONSES_END[12]
 cdef cs_want _BEDROCK[5]
@@ -60,6 +61,8 @@ _want(&_ANTHROPIC_OTHER[8], "content_block", "thinking")
 _want(&_ANTHROPIC_OTHER[9], "delta", "stop_reason")
 _want(&_ANTHROPIC_OTHER[10], "usage")
 _want(&_ANTHROPIC_OTHER[11], "message")
+# … and in message_start's message object, its usage (the object itself the turn keeps as its text)
+_want(&_ANTHROPIC_USAGE[0], "usage")
 # openai-responses deltas: type, item_id, delta
 _want(&_RESPONSES[0], "type")
 _want(&_RESPONSES[1], "item_id")

@@ -71,7 +71,9 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     elif kind == "message_delta":
         message_delta(state, obj.get("delta"), obj.get("usage"))
     elif kind == "message_start":
-        message_start(state, obj.get("message"))
+        message = obj.get("message")
+        if type(message) is dict:
+            message_start(state, message, message.get("usage"))
     elif kind == "message_stop":
         state.complete = True
         acc.complete(None, None)
@@ -89,13 +91,12 @@ def turn_of(state: Any) -> AnthropicTurn:
     return turn
 
 
-def message_start(state: Any, message: Any) -> None:
-    """The message starts: keep its object (the first one, as the SDK does) and its usage."""
-    if type(message) is dict:
-        turn = turn_of(state)
-        if turn.message is None:
-            turn.message = message
-        merge_usage(state, message.get("usage"))
+def message_start(state: Any, message: dict | bytes, usage: Any) -> None:
+    """The message starts: keep its object (the first one, as the SDK does; its JSON text from the compiled twin) and its usage."""
+    turn = turn_of(state)
+    if turn.message is None:
+        turn.message = message
+    merge_usage(state, usage)
 
 
 def message_delta(state: Any, delta: Any, usage: Any) -> None:

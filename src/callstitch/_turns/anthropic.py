@@ -75,7 +75,8 @@ def which_of(kind: Any) -> int:
 class AnthropicTurn:
     """What an Anthropic stream said besides its calls and texts.
 
-    message: the message_start message object as sent (None until it came); log: the block starts
+    message: the message_start message object as sent, or its JSON text (the compiled twin: read by
+    message_object()), None until it came; log: the block starts
     and stops as they came, not yet read into blocks: (index, start object, which, text position)
     for a start, (index, text position, thinking position) for a stop (text positions: where the
     choice's next text of each kind goes); deltas: the message_delta delta objects (the compiled
@@ -100,6 +101,13 @@ class AnthropicTurn:
     def __setstate__(self, state: tuple) -> None:
         for name, value in zip(self.__slots__, state):
             setattr(self, name, value)
+
+    def message_object(self) -> dict | None:
+        """Return the message_start object, parsed from its text on first use."""
+        message = self.message
+        if type(message) is bytes:
+            message = self.message = loads_exact(message)
+        return message
 
     def settle(self) -> None:
         """Read the block starts and stops logged since the last call into the blocks, and let the log go."""
@@ -145,7 +153,8 @@ def response(result: Any, turn: AnthropicTurn | None) -> dict[str, Any]:
     if turn is None:
         turn = AnthropicTurn()
     turn.settle()
-    message = dict(turn.message) if turn.message is not None else {"type": "message", "role": "assistant"}
+    started = turn.message_object()
+    message = dict(started) if started is not None else {"type": "message", "role": "assistant"}
     sent = message.get("content")
     message["content"] = (list(sent) if type(sent) is list else []) + _blocks(result, turn)
     for key, value in turn.delta_fields().items():
