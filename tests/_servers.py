@@ -146,31 +146,51 @@ def rss_kib(pid):
     raise AssertionError("no VmRSS")
 
 
-@contextlib.contextmanager
-def json_server(answer):
-    """Answer every POST on 127.0.0.1 with answer as JSON; yield (base URL, the request bodies received, parsed).
+class FakeServer:
+    """What fake_server yields: its base URL, the body it answers with (set it to change the answer), the requests."""
 
-    A provider's fake for the round-trip tests: the real SDK client sends its request here.
+    def __init__(self, body: bytes, content_type: str) -> None:
+        self.url = ""
+        self.body = body
+        self.content_type = content_type
+        self.received: list = []
+
+
+@contextlib.contextmanager
+def fake_server(body=b"", content_type="text/event-stream", parse=lambda raw: raw):
+    """Answer every POST on 127.0.0.1 with a fixed body; yield the FakeServer, each request body kept as parse(bytes).
+
+    A provider's fake for the tests that drive a real SDK client: the client sends its request here
+    and reads a recorded (or built) response back.
     """
-    received = []
-    body = json.dumps(answer).encode()
+    fake = FakeServer(body, content_type)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 - http.server's name
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            fake.received.append(parse(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Type", fake.content_type)
+            self.send_header("Content-Length", str(len(fake.body)))
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(fake.body)
 
         def log_message(self, *args):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
+        yield fake
     finally:
         server.shutdown()
+        thread.join()
         server.server_close()
+
+
+@contextlib.contextmanager
+def json_server(answer):
+    """Answer every POST on 127.0.0.1 with answer as JSON; yield (base URL, the request bodies received, parsed)."""
+    with fake_server(json.dumps(answer).encode(), "application/json", json.loads) as fake:
+        yield fake.url, fake.received

@@ -5,12 +5,10 @@ thinking, signature, citation) that repeat what the raw ones carry. They are ski
 error: the calls and the message are those of the raw bytes, and strict=True does not raise.
 """
 
-import http.server
-import threading
-
 import pytest
 
 import _formats as F
+from _servers import fake_server
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -28,35 +26,10 @@ def _body():
     return body.replace(stop, citation + stop)
 
 
-class _Messages(http.server.BaseHTTPRequestHandler):
-    """Answers POST /v1/messages with the recorded stream, as the API would."""
-
-    body = b""
-
-    def do_POST(self):  # noqa: N802 - the handler's name
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
 def server():
-    _Messages.body = _body()
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Messages)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        thread.join()
-        httpd.server_close()
+    with fake_server(_body()) as fake:  # answers POST /v1/messages with the stream, as the API would
+        yield fake.url
 
 
 def _stream(impl, base_url, format):

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 import callstitch
+from _servers import fake_server
 from callstitch._batch import settings as _batch
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -91,58 +92,25 @@ def test_quickstart(on_twin, capsys):
     assert capsys.readouterr().out.splitlines() == [f"{c['id']} {c['name']} {c['arguments']}" for c in want]
 
 
-class _Upstream(http.server.BaseHTTPRequestHandler):
-    """Answers every POST with the recorded stream, as the API would."""
-
-    body = b""
-
-    def do_POST(self):  # noqa: N802 - the handler's name
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_sdk_chunks(on_twin):
     openai = pytest.importorskip("openai")
-    _Upstream.body = _capture(PARALLEL)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="test",
-                               max_retries=0)
+    with fake_server(_capture(PARALLEL)) as upstream:  # answers every POST with the recorded stream
+        client = openai.OpenAI(base_url=upstream.url + "/v1", api_key="test", max_retries=0)
         # "..." stands for the request's own arguments.
         code = _block(MARKERS["sdk"]).replace("create(...,", 'create(model="gpt-4o", messages=[],')
         names = {"callstitch": callstitch, "client": client}
         exec(code, names)
-    finally:
-        server.shutdown()
-        thread.join()
     assert [(c.id, c.name, c.arguments) for c in names["calls"]] == [
         (c["id"], c["name"], c["arguments"]) for c in _expected(PARALLEL)]
 
 
 def test_turn_openai_chat(on_twin):
     openai = pytest.importorskip("openai")
-    _Upstream.body = _capture(PARALLEL)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="test",
-                               max_retries=0)
+    with fake_server(_capture(PARALLEL)) as upstream:
+        client = openai.OpenAI(base_url=upstream.url + "/v1", api_key="test", max_retries=0)
         code = _block(MARKERS["turn-openai-chat"]).replace("client = OpenAI()\n", "")
         names = {"client": client, "tools": [], "run": lambda call: "ok"}
         exec(code, names)
-    finally:
-        server.shutdown()
-        thread.join()
     openai.types.chat.ChatCompletion.model_validate(names["completion"])
     assistant, *results = names["messages"][1:]
     assert [c["id"] for c in assistant["tool_calls"]] == [c["id"] for c in _expected(PARALLEL)]

@@ -10,18 +10,17 @@ what the stream sent.
 """
 
 import glob
-import http.server
 import json
 import os
 import pickle
 import random
-import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import _formats as F
+from _servers import fake_server
 from callstitch import Limits
 from callstitch._turns.partial_json import complete_part
 
@@ -428,44 +427,18 @@ def test_complete_part_is_what_the_sdk_parser_leaves(value, spaces):
 # ---------------------------------------------------------------- round trip through the real client
 
 
-class _Messages(http.server.BaseHTTPRequestHandler):
-    """Answers POST /v1/messages with a recorded stream and keeps each request body it received."""
-
-    body = b""
-    received: list = []
-
-    def do_POST(self):  # noqa: N802 - the handler's name
-        self.received.append(self.rfile.read(int(self.headers.get("content-length") or 0)))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
 def server():
-    _Messages.received = []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Messages)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        thread.join()
-        httpd.server_close()
+    with fake_server() as fake:  # answers POST /v1/messages with a recorded stream, keeping each request
+        yield fake
 
 
 @pytest.mark.parametrize("name", ["anthropic__pydantic-ai__thinking-web-search-citations",
                                   "anthropic__pydantic-ai__redacted-thinking",
                                   "anthropic__anthropic-sdk-python__text-then-tool"])
 def test_round_trip_through_the_real_client(impl, server, name):
-    _Messages.body = _body(os.path.join(HERE, name + ".sse"))
-    client = anthropic.Anthropic(base_url=server, api_key="test", max_retries=0)
+    server.body = _body(os.path.join(HERE, name + ".sse"))
+    client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
     question = {"role": "user", "content": "Weather in Paris?"}
     with client.messages.stream(model="claude-sonnet-4-5", max_tokens=1024, messages=[question]) as stream:
         acc = impl.Accumulator()
@@ -485,7 +458,7 @@ def test_round_trip_through_the_real_client(impl, server, name):
     # … and the same history with the SDK's own Message.to_param(), as its docs suggest
     client.messages.create(model="claude-sonnet-4-5", max_tokens=1024, stream=True,
                            messages=[question, final.to_param(), *history[2:]]).close()
-    ours, theirs = (json.loads(body)["messages"] for body in _Messages.received[1:3])
+    ours, theirs = (json.loads(body)["messages"] for body in server.received[1:3])
     assert ours[1] == assistant  # received as sent: every block, signature and data byte for byte
     assert ours[1] == theirs[1]  # what the SDK sends for its own Message
     assert json.dumps(ours, ensure_ascii=False) == json.dumps(theirs, ensure_ascii=False)
