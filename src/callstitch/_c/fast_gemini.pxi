@@ -73,14 +73,14 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
                     return 0
             part_entries[k] = m
             nentries += m
-    turn = _gemini_envelope(acc, data, n, &v[3], &v[4])
+    _gemini_envelope(acc, data, n, &v[3], &v[4])
     choice = v[1].i if v[1].kind == CS_T_INT else 0
     first = 0
     for k in range(nparts):
         if part_at[k][0] == b'{':
             part = parts[k]
             if _is_object(&part[2]):
-                _gemini_call(acc, turn, choice, part, entries[first], entry_at + first, entry_len + first,
+                _gemini_call(acc, choice, part, entries[first], entry_at + first, entry_len + first,
                              part_entries[k])
             elif part[0].n or part[8].kind == CS_T_STR:  # a text part (_gemini_turn_part checked it is)
                 which = 1 if _is_true(&part[1]) else 0
@@ -131,7 +131,7 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     return 1
 
 
-cdef int _gemini_call(Accumulator acc, object turn, object choice, cs_val *part, cs_val *entries,
+cdef int _gemini_call(Accumulator acc, object choice, cs_val *part, cs_val *entries,
                       const unsigned char **entry_at, Py_ssize_t *entry_len, int count) except -1:
     """Apply one functionCall part as _gemini._call_part and _gemini._call do (entries: its partialArgs, count of them)."""
     cdef cs_val *call = &part[2]
@@ -271,12 +271,12 @@ cdef inline bint _only_keys_of(const unsigned char *at, Py_ssize_t n, const cs_v
     return colons == present
 
 
-cdef object _gemini_envelope(Accumulator acc, const unsigned char *data, Py_ssize_t n, const cs_val *one,
-                             const cs_val *two):
-    """Return the stream's turn with the chunk's envelope logged: its text with two values (parts, usage) null.
+cdef int _gemini_envelope(Accumulator acc, const unsigned char *data, Py_ssize_t n, const cs_val *one,
+                          const cs_val *two) except -1:
+    """Log the chunk's envelope (its text with two values, parts and usage, null) unless it is the last one logged.
 
-    Logged as GeminiTurn.take_envelope does, unless it is the last one logged: most chunks repeat
-    modelVersion, responseId and the candidate's index.
+    As GeminiTurn.take_envelope does: most chunks repeat modelVersion, responseId and the
+    candidate's index, so the common case is a comparison in place, nothing made.
     """
     cdef const unsigned char *start[2]
     cdef const unsigned char *stop[2]
@@ -285,7 +285,6 @@ cdef object _gemini_envelope(Accumulator acc, const unsigned char *data, Py_ssiz
     cdef Py_ssize_t size = n, at = 0
     cdef int cuts = 0, k
     cdef const char *kept
-    cdef char *out
     if one.kind != CS_T_ABSENT:
         start[0], stop[0] = one.p, one.p + one.n
         cuts = 1
@@ -297,22 +296,32 @@ cdef object _gemini_envelope(Accumulator acc, const unsigned char *data, Py_ssiz
         cuts += 1
     for k in range(cuts):
         size -= stop[k] - start[k] - 4  # each value becomes null
-    turn = _gemini_turn(acc)
     envelope = acc._gem_env
-    if envelope is not None and PyBytes_GET_SIZE(envelope) == size:
-            kept = PyBytes_AS_STRING(envelope)
-            for k in range(cuts + 1):
-                e = start[k] if k < cuts else data + n
-                if memcmp(kept + at, p, e - p) != 0:
-                    break
-                at += e - p + 4
-                if k < cuts:
-                    p = stop[k]
-            else:
-                return turn
+    # (The envelope noted is the last logged only while nothing else has logged since: the general path may have.)
+    if envelope is not None and PyList_GET_SIZE(acc._gem_log) == acc._gem_logged and PyBytes_GET_SIZE(envelope) == size:
+        kept = PyBytes_AS_STRING(envelope)
+        for k in range(cuts + 1):
+            e = start[k] if k < cuts else data + n
+            if memcmp(kept + at, p, e - p) != 0:
+                break
+            at += e - p + 4
+            if k < cuts:
+                p = stop[k]
+        else:
+            return 0
+    return _gemini_log_envelope(acc, data, n, start, stop, cuts, size)
+
+
+cdef int _gemini_log_envelope(Accumulator acc, const unsigned char *data, Py_ssize_t n, const unsigned char **start,
+                              const unsigned char **stop, int cuts, Py_ssize_t size) except -1:
+    """Log a changed envelope: the chunk's text with the cut values (start[k]..stop[k]) null, size bytes."""
+    cdef const unsigned char *p = data
+    cdef const unsigned char *e
+    cdef char *out
+    cdef int k
+    turn = _gemini_turn(acc)
     envelope = PyBytes_FromStringAndSize(NULL, size)
     out = PyBytes_AS_STRING(envelope)
-    p = data
     for k in range(cuts + 1):
         e = start[k] if k < cuts else data + n
         memcpy(out, p, e - p)
@@ -325,7 +334,7 @@ cdef object _gemini_envelope(Accumulator acc, const unsigned char *data, Py_ssiz
     acc._gem_log.append((_ENVELOPE, None, 0, 0, envelope, None))
     acc._gem_env = envelope
     acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
-    return turn
+    return 0
 
 
 cdef object _gemini_turn(Accumulator acc):
