@@ -27,17 +27,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ALL = ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "cohere", "ollama")
-RESPONSES = {"openai-chat": 300, "ollama": 3000}  # the others: 500 (each pass some 20-70 ms here)
+CHAT_RESPONSES = 300  # the other formats: compare.py --formats' counts (each pass some 20-80 ms here)
 
 
 def make_workload(path: Path, formats: list[str], scale: float) -> None:
     """Write the bodies of every format's workload to path (one pickle both builds read)."""
     sys.path.insert(0, str(HERE))
     import workload
+    from compare import FORMAT_RESPONSES
 
     bodies = {}
     for fmt in formats:
-        n = max(10, int(RESPONSES.get(fmt, 500) * scale))
+        n = max(10, int((CHAT_RESPONSES if fmt == "openai-chat" else FORMAT_RESPONSES[fmt]) * scale))
         made = workload.responses(n) if fmt == "openai-chat" else workload.format_responses(fmt, n)
         bodies[fmt] = [body for body, _ in made]
     path.write_bytes(pickle.dumps(bodies))

@@ -297,7 +297,8 @@ cdef int _gemini_envelope(Accumulator acc, const unsigned char *data, Py_ssize_t
     for k in range(cuts):
         size -= stop[k] - start[k] - 4  # each value becomes null
     envelope = acc._gem_env
-    # (The envelope noted is the last logged only while nothing else has logged since: the general path may have.)
+    # The envelope noted is the last logged only while nothing else has logged since (the general path
+    # may have); _gem_env is set only once _gem_log is, so the list is there when it is read.
     if envelope is not None and PyList_GET_SIZE(acc._gem_log) == acc._gem_logged and PyBytes_GET_SIZE(envelope) == size:
         kept = PyBytes_AS_STRING(envelope)
         for k in range(cuts + 1):
