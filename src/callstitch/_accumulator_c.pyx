@@ -92,6 +92,7 @@ cdef extern from "_c/scan.h" nogil:
         int has_esc
         int64_t i
     int cs_extract(const unsigned char *p, Py_ssize_t n, const cs_want *wants, int nwants, cs_val *out)
+    const unsigned char *cs_str(const unsigned char *p, const unsigned char *e, int *esc)
     int cs_items(const unsigned char *p, Py_ssize_t n, const unsigned char **starts, Py_ssize_t *lens, int max)
     ctypedef struct cs_ocall:
         cs_span id
@@ -225,6 +226,13 @@ Reassemble the tool calls of one streamed response.
     cdef Py_ssize_t _gem_logged
     cdef bytes _gem_env
     cdef long long _gem_run
+    # The last string piece that said more follows (_gemini_repeat): its chunk's bytes before the
+    # piece's text (_gem_rep_head of them) then from its closing quote (_gem_rep_tail, -1: none kept),
+    # in a buffer of _gem_rep_cap bytes; where its usage lay (-1: none), its choice, jsonPath, envelope.
+    cdef char *_gem_rep
+    cdef Py_ssize_t _gem_rep_head, _gem_rep_tail, _gem_rep_cap, _gem_rep_n, _gem_rep_usage, _gem_rep_usage_n
+    cdef object _gem_rep_choice, _gem_rep_path
+    cdef bytes _gem_rep_env
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
     cdef bytes _item_key
     cdef _Slot _item_slot
@@ -270,6 +278,8 @@ Reassemble the tool calls of one streamed response.
     def __cinit__(self):
         self._data = NULL
         self._chunk = NULL
+        self._gem_rep = NULL
+        self._gem_rep_tail = -1
 
     def __init__(self, format="auto", limits=None):
         self._state = StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format))
@@ -295,6 +305,7 @@ Reassemble the tool calls of one streamed response.
     def __dealloc__(self):
         PyMem_Free(self._data)
         PyMem_Free(self._chunk)
+        PyMem_Free(self._gem_rep)
 
     # ---------------------------------------------------------------- framing
 

@@ -13,11 +13,12 @@ cdef enum:
     FRAMED_JSONARRAY = 12
     FRAMED_ELSEWHERE = 13
     FRAMED_SSE_DIRECT = 14
-    N_PATHS = 15
+    PATH_GEMINI_REPEAT = 15
+    N_PATHS = 16
 cdef Py_ssize_t _paths[N_PATHS]
 _PATH_NAMES = (("general",) + tuple(sorted(_registry.FAST_CODES, key=_registry.FAST_CODES.get))  # by FMT_* code
                + ("gemini-piece", "framed-sse", "framed-ndjson", "framed-eventstream", "framed-jsonarray",
-               "framed-elsewhere", "framed-sse-direct"))
+               "framed-elsewhere", "framed-sse-direct", "gemini-repeat"))
 assert _PATH_NAMES[PATH_GEMINI_PIECE] == "gemini-piece", "one FMT_* code per registered fast path, 1 to 7"
 
 

@@ -15,11 +15,67 @@ assert (_RUN, _CALL) == (_G_RUN, _G_CALL)
 
 cdef int _gemini_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply a Gemini chunk in place as _gemini.handle does; 0 sends it the general way."""
-    # While a call's arguments stream, most chunks are the next piece of a string: try that first.
-    if acc._state.notes.open and _gemini_piece(acc, data, n):
-        _paths[PATH_GEMINI_PIECE] += 1
-        return 1
+    # While a call's arguments stream, most chunks are the next piece of a string: try that first,
+    # and before it the commonest of those, the last piece's chunk again with only its text changed.
+    if acc._state.notes.open:
+        if acc._gem_rep_tail >= 0 and _gemini_repeat(acc, data, n):
+            _paths[PATH_GEMINI_REPEAT] += 1
+            return 1
+        if _gemini_piece(acc, data, n):
+            _paths[PATH_GEMINI_PIECE] += 1
+            return 1
     return _gemini_chunk(acc, data, n)
+
+
+cdef int _gemini_repeat(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
+    """Apply a chunk that is the last noted piece's chunk but for the piece's text, as _gemini_piece would; else 0.
+
+    Every byte outside that string being the same, the chunk reads as that one did (same parts,
+    jsonPath, willContinue, envelope, usage); what else _gemini_piece's answer depends on is the
+    open call and the turn's log, checked here as it checks them.
+    """
+    cdef Py_ssize_t head = acc._gem_rep_head, tail = acc._gem_rep_tail
+    cdef const unsigned char *end
+    cdef int esc = 0
+    cdef cs_val piece, usage
+    if n < head + tail or memcmp(data, acc._gem_rep, head) != 0:
+        return 0
+    end = cs_str(data + head, data + n, &esc)  # the extractor's own string reader: it accepts what that does
+    if end == NULL or data + n - end != tail or memcmp(end, acc._gem_rep + head, tail) != 0:
+        return 0
+    building = _gemini_open(acc, acc._gem_rep_choice)
+    if (building is None or not building.open_ok or acc._gem_env is not acc._gem_rep_env
+            or PyList_GET_SIZE(acc._gem_log) != acc._gem_logged or building.open_text != acc._gem_rep_path):
+        return 0  # (_gem_env is that chunk's envelope, still the last logged: this one's needs no entry)
+    piece.kind, piece.p, piece.n, piece.has_esc = CS_T_STR, data + head, end - (data + head), esc
+    building.pieces.append(_span_str_v(&piece))  # what put() does with the next piece
+    if acc._gem_rep_usage >= 0:
+        usage.kind, usage.n = CS_T_OTHER, acc._gem_rep_usage_n
+        usage.p = data + acc._gem_rep_usage + (0 if acc._gem_rep_usage < head else n - acc._gem_rep_n)
+        acc._raw_usage(&usage)
+    return 1
+
+
+cdef int _gemini_note_repeat(Accumulator acc, const unsigned char *data, Py_ssize_t n, const cs_val *piece,
+                             const cs_val *usage, object choice, object path) except -1:
+    """Keep a piece's chunk (one that says more follows) for _gemini_repeat: all of it but the piece's text."""
+    cdef Py_ssize_t head = piece.p - data, tail = data + n - (piece.p + piece.n)
+    cdef char *grown
+    acc._gem_rep_tail = -1
+    if head + tail > acc._gem_rep_cap:
+        if head + tail > 4096:
+            return 0  # (a chunk that large is not one of a run of small pieces)
+        grown = <char *>PyMem_Realloc(acc._gem_rep, 4096)
+        if grown == NULL:
+            raise MemoryError()
+        acc._gem_rep, acc._gem_rep_cap = grown, 4096
+    memcpy(acc._gem_rep, data, head)
+    memcpy(acc._gem_rep + head, piece.p + piece.n, tail)
+    acc._gem_rep_head, acc._gem_rep_tail, acc._gem_rep_n = head, tail, n
+    acc._gem_rep_usage = usage.p - data if usage.kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY) else -1
+    acc._gem_rep_usage_n = usage.n
+    acc._gem_rep_choice, acc._gem_rep_path, acc._gem_rep_env = choice, path, acc._gem_env
+    return 0
 
 
 cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
@@ -112,7 +168,8 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
             or v[2].kind == CS_T_STR or v[3].kind == CS_T_STR
             or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))):
         return 0
-    building = _gemini_open(acc, v[1].i if v[1].kind == CS_T_INT else 0)
+    choice = v[1].i if v[1].kind == CS_T_INT else 0
+    building = _gemini_open(acc, choice)
     if building is None or not _only_keys(v[5].p, v[5].n, &v[6], 1):
         return 0  # (a part with more than its functionCall, a signature say: the turn keeps it the general way)
     text = _span_str_v(&v[9])
@@ -128,6 +185,8 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
         _gemini.unusable(acc._state, call["partialArgs"][0], acc._data_offset, call)
     if v[3].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
         acc._raw_usage(&v[3])
+    if more:
+        _gemini_note_repeat(acc, data, n, &v[10], &v[3], choice, text)
     return 1
 
 
