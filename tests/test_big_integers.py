@@ -297,3 +297,22 @@ def test_the_turn_keeps_big_integers_exact(impl):
                  b'"role":"assistant","model":"c","content":[],"usage":{"input_tokens":%d,"output_tokens":1}}}\n\n'
                  b'event: message_stop\ndata: {"type":"message_stop"}\n\n' % big)
     assert impl.reassemble(anthropic, format="anthropic").to_response()["usage"]["input_tokens"] == big
+
+
+@pytest.mark.parametrize("fed", ["whole", "chunk by chunk"])
+def test_a_big_integer_in_a_chunk_that_continues_a_call_is_kept_exact(impl, fed):
+    """A continuation chunk (the pure twin's inline path, looked at once per read) keeps an extra's integer exact."""
+    big = 2**64 + 1
+    first = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [{"index": 0, "delta": {
+        "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}]}}]}
+    more = (b'{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","x_trace":{"n":%d},'
+            b'"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}' % big)
+    events = [json.dumps(first).encode(), more, b'{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}',
+              b"[DONE]"]
+    body = b"".join(b"data: " + e + b"\n\n" for e in events)
+    acc = impl.Accumulator(format="openai-chat")
+    for piece in ([body] if fed == "whole" else [b"data: " + e + b"\n\n" for e in events]):
+        acc.feed(piece)
+    result = acc.finalize()
+    assert result.tool_calls[0].arguments == {}
+    assert result.to_response()["x_trace"] == {"n": big}

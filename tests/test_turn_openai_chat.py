@@ -379,3 +379,32 @@ def test_extras_on_a_chunk_that_only_continues_a_call_are_kept(impl):
     choice = got["choices"][0]
     assert choice["logprobs"]["content"][0]["token"] == "x"
     assert choice["message"]["tool_calls"][0]["function"] == {"name": "f", "arguments": "{\"a\":1}", "x": "y"}
+
+
+@pytest.mark.parametrize("where", ["function", "call", "choice", "choice of two"])
+def test_one_unknown_key_on_a_continuation_chunk_is_kept(both, where):
+    # The short way's key checks, one dict at a time: a key it has never heard of sends the chunk the long way.
+    def piece(arguments, extra):
+        function = {"arguments": arguments, **({"x_fn": 1} if extra and where == "function" else {})}
+        call = {"index": 0, "function": function, **({"x_call": 2} if extra and where == "call" else {})}
+        choice = {"index": 0, "delta": {"tool_calls": [call]}}
+        if where == "choice of two" and extra:
+            choice["x_choice"] = 3  # two keys besides index and delta, neither logprobs nor finish_reason
+            choice["y_choice"] = 4
+        elif where == "choice":
+            choice.update(logprobs=None, finish_reason=None, **({"x_choice": 3} if extra else {}))
+        return chunk_obj([choice])
+    first = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{\"a\""}}
+    body = sse(chunk_obj([choice_obj({"tool_calls": [first]})]), piece(":", False), piece("1", True),
+               piece("}", False), chunk_obj([choice_obj({}, finish_reason="tool_calls")]))
+    got = [impl.reassemble(body).to_response() for impl in both]
+    assert got[0] == got[1]
+    choice = got[0]["choices"][0]
+    call = choice["message"]["tool_calls"][0]
+    assert call["function"]["arguments"] == "{\"a\":1}"
+    if where == "function":
+        assert call["function"]["x_fn"] == 1
+    elif where == "call":
+        assert call["x_call"] == 2
+    else:
+        assert choice["x_choice"] == 3

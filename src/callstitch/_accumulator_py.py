@@ -23,7 +23,7 @@ from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, Limits,
 from ._formats.recognition import unrecognised
 from ._results import Result, ToolCall
 from ._state import StreamState, finalized
-from ._exactjson import loads_exact
+from ._exactjson import loads_exact, long_digit_run
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 
 __all__ = ["Accumulator"]
@@ -217,10 +217,13 @@ class Accumulator:
         # Inline only while no event is half read and the format is chat (auto may learn it on the way).
         inline = (state.format == "openai-chat" and not self._data and self._event_name is None
                   and not self._dropping)
+        # A chat read is looked at once for a long digit run, not chunk by chunk: without one in buf,
+        # no chunk of it has one (None: each chunk inlined is looked at).
+        runs = False if state.format == "openai-chat" and not long_digit_run(buf) else None
         if pieces:
             first = pieces[0]  # text as it stands: no "data: " was split off it
             if inline and first[:6] == b"data: " and (single_lines or first.find(b"\n") < 0):
-                chunk(first[6:], pos)
+                chunk(first[6:], pos, runs)
             else:
                 self._lines(first, pos)
                 self._line(b"", pos + len(first) + 1)
@@ -231,7 +234,7 @@ class Accumulator:
                 return self._halt(pos)
             for piece in pieces[1:]:
                 if inline and (single_lines or piece.find(b"\n") < 0):
-                    chunk(piece, pos)
+                    chunk(piece, pos, runs)
                 else:
                     self._lines(b"data: " + piece, pos)
                     self._line(b"", pos + len(piece) + 7)
@@ -339,7 +342,7 @@ class Accumulator:
         self._offset += end
         return data[end:]
 
-    def _chunk(self, payload: bytes, offset: int) -> None:
+    def _chunk(self, payload: bytes, offset: int, long_run: bool | None) -> None:
         """Apply one event's chunk: the commonest shape inline, every other through the general adapter.
 
         The twin of the compiled fast path. The inline part takes only a chunk that continues one
@@ -350,7 +353,7 @@ class Accumulator:
             _dispatch.handle_event(self, self._state, None, payload, offset)
             return
         try:
-            chunk = loads_exact(payload)
+            chunk = loads_exact(payload, long_run)
         except _JSONDecodeError:
             _dispatch.handle_event(self, self._state, None, payload, offset)
             return
