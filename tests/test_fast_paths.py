@@ -94,6 +94,24 @@ def test_gemini_pieces_take_their_own_fast_path(both):
     assert counts["gemini-piece"] + counts["gemini-repeat"] <= counts["gemini"], counts
 
 
+def test_responses_deltas_take_the_byte_reader(both):
+    # OpenAI's own layout of a call's next arguments piece is read byte by byte (_responses_delta).
+    counts = _run(both, "openai-responses", _bodies("openai-responses"))
+    assert counts["responses-delta"] >= FAST_SHARE * counts["openai-responses"], counts
+
+
+def test_cohere_deltas_take_the_byte_reader(both):
+    # Cohere's own layout of a call's next arguments piece is read byte by byte (_cohere_delta).
+    counts = _run(both, "cohere", _bodies("cohere"))
+    assert counts["cohere-delta"] >= FAST_SHARE * counts["cohere"], counts
+
+
+def test_anthropic_deltas_take_the_byte_reader(both):
+    # Anthropic's own layout of a block's next piece is read byte by byte (_anthropic_delta).
+    counts = _run(both, "anthropic", _bodies("anthropic"))
+    assert counts["anthropic-delta"] >= FAST_SHARE * counts["anthropic"], counts
+
+
 def test_json_array_is_framed_in_place(both):
     counts = _run(both, "gemini", [_as_json_array(body) for body in _bodies("gemini")])
     _assert_fast(counts, "gemini", "framed-jsonarray")

@@ -13,7 +13,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
-from libc.string cimport memchr, memcmp, memcpy, memmove, memset
+from libc.string cimport memchr, memcmp, memcpy, memmove, memset, strlen
 
 from ._formats import dispatch as _dispatch
 from ._formats import registry as _registry

@@ -14,11 +14,14 @@ cdef enum:
     FRAMED_ELSEWHERE = 13
     FRAMED_SSE_DIRECT = 14
     PATH_GEMINI_REPEAT = 15
-    N_PATHS = 16
+    PATH_RESPONSES_DELTA = 16
+    PATH_COHERE_DELTA = 17
+    PATH_ANTHROPIC_DELTA = 18
+    N_PATHS = 19
 cdef Py_ssize_t _paths[N_PATHS]
 _PATH_NAMES = (("general",) + tuple(sorted(_registry.FAST_CODES, key=_registry.FAST_CODES.get))  # by FMT_* code
                + ("gemini-piece", "framed-sse", "framed-ndjson", "framed-eventstream", "framed-jsonarray",
-               "framed-elsewhere", "framed-sse-direct", "gemini-repeat"))
+               "framed-elsewhere", "framed-sse-direct", "gemini-repeat", "responses-delta", "cohere-delta", "anthropic-delta"))
 assert _PATH_NAMES[PATH_GEMINI_PIECE] == "gemini-piece", "one FMT_* code per registered fast path, 1 to 7"
 
 

@@ -6,6 +6,16 @@ cdef int _anthropic_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
     """Apply an Anthropic event in place as _anthropic.handle does; 0 sends it the general way."""
     cdef cs_val *v = acc._vals
     cdef cs_span span
+    cdef int kind = _anthropic_delta(data, n, &v[1], &v[3])
+    if kind:
+        _paths[PATH_ANTHROPIC_DELTA] += 1
+        if kind == 1:
+            return acc._append_known(v[1].i, &v[3])
+        if v[1].i != acc._anth_open[0]:
+            return 0  # (as below: text for a block other than the open one changes the turn's spans)
+        span = _span(&v[3])
+        acc._text_span(0, 0, &span)
+        return 1
     if not cs_extract(data, n, _ANTHROPIC, 6, v):
         return 0
     if _is(&v[0], "ping", 4):
@@ -31,6 +41,39 @@ cdef int _anthropic_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
             or _is(&v[2], "citations_delta", 15)):
         return 1  # a delta type the adapter (and the SDK) lets pass
     return 0
+
+
+cdef int _anthropic_delta(const unsigned char *data, Py_ssize_t n, cs_val *index, cs_val *text):
+    """Read the commonest events, a block's next piece, laid out as Anthropic sends them; 0 if it is not one.
+
+    {"type":"content_block_delta","index":N,"delta":{"type":"input_json_delta","partial_json":"…"}}
+    (1) or the same with "text_delta" and "text" (2), no space: read byte by byte, the string by
+    the extractor's own reader. Any other layout is left to cs_extract.
+    """
+    cdef const unsigned char *e = data + n
+    cdef const unsigned char *p = _literal(data, e, b'{"type":"content_block_delta","index":')
+    cdef const unsigned char *q = _digits(p, e)
+    cdef const unsigned char *r
+    cdef int esc = 0, kind = 1
+    cdef int64_t number = 0
+    if q == NULL:
+        return 0
+    while p < q:
+        number = number * 10 + (p[0] - 48)
+        p += 1
+    p = _literal(q, e, b',"delta":{"type":"')
+    r = _literal(p, e, b'input_json_delta","partial_json":"')
+    if r == NULL:
+        r = _literal(p, e, b'text_delta","text":"')
+        kind = 2
+    if r == NULL:
+        return 0
+    q = cs_str(r, e, &esc)
+    if q == NULL or _literal(q, e, b'"}}') != e:
+        return 0
+    index.kind, index.i = CS_T_INT, number
+    text.kind, text.p, text.n, text.has_esc = CS_T_STR, r, q - r, esc
+    return kind
 
 
 cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:

@@ -19,6 +19,9 @@ cdef int _cohere_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
     """Apply a Cohere event in place as _cohere.handle does; 0 sends it the general way."""
     cdef cs_val *v = acc._vals
     cdef cs_span span
+    if _cohere_delta(data, n, &v[1], &v[4]):
+        _paths[PATH_COHERE_DELTA] += 1
+        return acc._append_known(v[1].i, &v[4])
     if not cs_extract(data, n, _COHERE, 8, v) or v[0].kind != CS_T_STR or v[0].has_esc:
         return 0
     if (<const char *>v[0].p)[:v[0].n] in _COHERE_IGNORED:
@@ -40,3 +43,31 @@ cdef int _cohere_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
         acc._text_span(0, 1, &span)
         return 1
     return 0
+
+
+cdef bint _cohere_delta(const unsigned char *data, Py_ssize_t n, cs_val *index, cs_val *arguments):
+    """Read the commonest event, a call's next arguments piece, laid out as Cohere sends it; False if it is not that.
+
+    {"type":"tool-call-delta","index":N,"delta":{"message":{"tool_calls":{"function":{"arguments":"…"}}}}}
+    with no space: read byte by byte, the string by the extractor's own reader. Any other layout
+    is left to cs_extract.
+    """
+    cdef const unsigned char *e = data + n
+    cdef const unsigned char *p = _literal(data, e, b'{"type":"tool-call-delta","index":')
+    cdef const unsigned char *q = _digits(p, e)
+    cdef int esc = 0
+    cdef int64_t number = 0
+    if q == NULL:
+        return False
+    while p < q:
+        number = number * 10 + (p[0] - 48)
+        p += 1
+    p = _literal(q, e, b',"delta":{"message":{"tool_calls":{"function":{"arguments":"')
+    if p == NULL:
+        return False
+    q = cs_str(p, e, &esc)
+    if q == NULL or _literal(q, e, b'"}}}}}') != e:
+        return False
+    index.kind, index.i = CS_T_INT, number
+    arguments.kind, arguments.p, arguments.n, arguments.has_esc = CS_T_STR, p, q - p, esc
+    return True

@@ -27,6 +27,9 @@ cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
     cdef _Slot slot
     cdef cs_span span
     cdef object turn
+    if _responses_delta(data, n, &v[1], &v[2]):
+        _paths[PATH_RESPONSES_DELTA] += 1
+        return acc._append_item(&v[1], &v[2])
     if not cs_extract(data, n, _RESPONSES, 3, v) or v[0].kind != CS_T_STR or v[0].has_esc:
         return 0
     if v[2].kind == CS_T_STR and (_is(&v[0], "response.function_call_arguments.delta", 38) or _is(
@@ -118,3 +121,39 @@ cdef int _responses_end(Accumulator acc, cs_val *v, const unsigned char *data, P
     acc._state.finish(0, reason)
     acc._complete_all()
     return 1
+
+
+cdef bint _responses_delta(const unsigned char *data, Py_ssize_t n, cs_val *item, cs_val *delta):
+    """Read the commonest event, a call's next arguments piece, laid out as OpenAI sends it; False if it is not that.
+
+    {"type":"response.function_call_arguments.delta","sequence_number":N,"item_id":"…",
+    "output_index":N,"delta":"…"} with an "obfuscation" string or not, no space anywhere: read
+    byte by byte, each string by the extractor's own reader. Anything else (other keys, another
+    order, spaces, an escaped item_id) is left to cs_extract, which reads every layout.
+    """
+    cdef const unsigned char *p = data
+    cdef const unsigned char *e = data + n
+    cdef const unsigned char *q
+    cdef int esc = 0
+    p = _literal(p, e, b'{"type":"response.function_call_arguments.delta","sequence_number":')
+    p = _literal(_digits(p, e), e, b',"item_id":"')
+    if p == NULL:
+        return False
+    q = cs_str(p, e, &esc)
+    if q == NULL or esc:
+        return False
+    item.kind, item.p, item.n, item.has_esc = CS_T_STR, p, q - p, 0
+    p = _literal(_digits(_literal(q + 1, e, b',"output_index":'), e), e, b',"delta":"')
+    if p == NULL:
+        return False
+    q = cs_str(p, e, &esc)
+    if q == NULL:
+        return False
+    delta.kind, delta.p, delta.n, delta.has_esc = CS_T_STR, p, q - p, esc
+    if e - q == 2:
+        return q[1] == b'}'
+    p = _literal(q + 1, e, b',"obfuscation":"')
+    if p == NULL:
+        return False
+    q = cs_str(p, e, &esc)
+    return q != NULL and e - q == 2 and q[1] == b'}'

@@ -112,3 +112,25 @@ cdef inline cs_span _span(const cs_val *v):
     s.kind = CS_STR
     s.has_esc = v.has_esc
     return s
+
+
+# Reading a known layout byte by byte (the fast readers of one exact event shape).
+
+cdef inline const unsigned char *_literal(const unsigned char *p, const unsigned char *e, const char *text):
+    """Return the end of text if the bytes at p are it, else NULL (p NULL: NULL)."""
+    cdef Py_ssize_t size = strlen(text)  # (a literal's length: folded by the compiler once inlined)
+    if p == NULL or e - p < size or memcmp(p, text, size) != 0:
+        return NULL
+    return p + size
+
+
+cdef inline const unsigned char *_digits(const unsigned char *p, const unsigned char *e):
+    """Return the end of a JSON integer of 1 to 18 digits at p (no sign, no leading zero), else NULL."""
+    cdef const unsigned char *start = p
+    if p == NULL:
+        return NULL
+    while p < e and b'0' <= p[0] <= b'9' and p - start < 19:
+        p += 1
+    if p == start or p - start > 18 or (start[0] == b'0' and p - start > 1):
+        return NULL
+    return p
