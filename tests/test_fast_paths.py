@@ -112,6 +112,12 @@ def test_anthropic_deltas_take_the_byte_reader(both):
     assert counts["anthropic-delta"] >= FAST_SHARE * counts["anthropic"], counts
 
 
+def test_bedrock_deltas_take_the_byte_reader(both):
+    # Bedrock's own layout of a block's next piece is read byte by byte (_bedrock_delta).
+    counts = _run(both, "bedrock", _bodies("bedrock"))
+    assert counts["bedrock-delta"] >= FAST_SHARE * counts["bedrock"], counts
+
+
 def test_json_array_is_framed_in_place(both):
     counts = _run(both, "gemini", [_as_json_array(body) for body in _bodies("gemini")])
     _assert_fast(counts, "gemini", "framed-jsonarray")

@@ -17,11 +17,12 @@ cdef enum:
     PATH_RESPONSES_DELTA = 16
     PATH_COHERE_DELTA = 17
     PATH_ANTHROPIC_DELTA = 18
-    N_PATHS = 19
+    PATH_BEDROCK_DELTA = 19
+    N_PATHS = 20
 cdef Py_ssize_t _paths[N_PATHS]
 _PATH_NAMES = (("general",) + tuple(sorted(_registry.FAST_CODES, key=_registry.FAST_CODES.get))  # by FMT_* code
                + ("gemini-piece", "framed-sse", "framed-ndjson", "framed-eventstream", "framed-jsonarray",
-               "framed-elsewhere", "framed-sse-direct", "gemini-repeat", "responses-delta", "cohere-delta", "anthropic-delta"))
+               "framed-elsewhere", "framed-sse-direct", "gemini-repeat", "responses-delta", "cohere-delta", "anthropic-delta", "bedrock-delta"))
 assert _PATH_NAMES[PATH_GEMINI_PIECE] == "gemini-piece", "one FMT_* code per registered fast path, 1 to 7"
 
 
