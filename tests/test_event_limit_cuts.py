@@ -261,3 +261,21 @@ def test_a_late_call_whose_arguments_parse_is_whole(impl):
     body = _BIG + _piece('{"q": ', **resent) + _piece('"tea"}', **resent) + chunk([finish("tool_calls")]) + DONE
     (call,) = impl.reassemble(body, limits=_LIMIT).tool_calls
     assert call.arguments == {"q": "tea"} and call.error is None and "resent-id" in call.quirks
+
+
+def test_a_late_call_that_gets_no_arguments_says_they_may_be_lost(impl):
+    # Found by the fuzzer (kept as seed mixed__callstitch-fuzz__named-after-its-pieces-dropped): a call
+    # whose pieces came before its name, all in the dropped event, looked whole with no arguments ({}).
+    pieces = _piece('{"q": "tea"}')  # no id, no name yet: a call may get them after its first pieces
+    named = chunk([tool_delta(0, id="call_A", name="lookup", arguments="")])
+    body = pieces + named + chunk([finish("tool_calls")]) + DONE
+    assert impl.reassemble(body).tool_calls[0].arguments == {"q": "tea"}
+    dropped = pieces.replace(b'"index":0,', b'"index":0,"pad":"' + b"x" * 400 + b'",', 1) + named + chunk(
+        [finish("tool_calls")]) + DONE
+    assert impl.reassemble(dropped).tool_calls[0].arguments == {"q": "tea"}
+    (call,) = impl.reassemble(dropped, limits=_LIMIT).tool_calls
+    assert is_cut(call) and call.raw_arguments == "" and (call.id, call.name) == ("call_A", "lookup")
+    assert "first seen after an event went past Limits.event_bytes" in call.error.detail
+    # A call with no arguments and no drop before it is whole, as ever.
+    (call,) = impl.reassemble(named + chunk([finish("tool_calls")]) + DONE, limits=_LIMIT).tool_calls
+    assert call.arguments == {} and call.error is None

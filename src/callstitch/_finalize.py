@@ -146,8 +146,9 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
     custom: an OpenAI custom tool call, whose input text is its arguments, as sent. long_run:
     whether data holds a run of digits an integer beyond 64 bits needs (loads_exact), when the
     caller has looked (the compiled twin, in C); None to look when parsing. late: the call was
-    first seen after an event dropped at Limits.event_bytes; when its arguments do not parse, that
-    event may have held their start, so it reads as truncated, saying so, rather than as malformed.
+    first seen after an event dropped at Limits.event_bytes; when its arguments do not parse, or
+    none came (that event may have held them all: a call may get its name after its first
+    pieces), it reads as truncated, saying so, rather than as malformed or as taking none.
     """
     if custom:
         return _custom_call(choice, index, call_id, name, data, cumulative, bits, cut, late)
@@ -158,11 +159,12 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
                         quirk_names(bits))
     if not cut:
         settled, arguments, error, more = settle_arguments(data, cumulative, last_start, call_id, name, long_run)
-        if error is None or not late:
+        if not late or (error is None and data):
             return ToolCall(call_id, name, choice, index, arguments, settled, error, quirk_names(bits | more))
     if cumulative is not None and len(cumulative) > 1:
         data = b"".join(data[:n] for n in cumulative[:-1]) + data  # what was sent before the cut, as sent
-    error = ArgumentsError("truncated", cut_detail(cut, late), call_id=call_id, name=name, offset=len(data), raw=data)
+    error = ArgumentsError("truncated", cut_detail(cut, late, data=data), call_id=call_id, name=name, offset=len(data),
+                           raw=data)
     return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
 
 

@@ -15,18 +15,21 @@ CUT_EVENT_BYTES = 3  # an event dropped for its size may have held a piece of th
 CUT_LIMITS = {CUT_CALL_BYTES: "call_bytes", CUT_STREAM_BYTES: "stream_bytes", CUT_EVENT_BYTES: "event_bytes"}
 
 
-def cut_detail(cut: int, late: bool, what: str = "arguments") -> str:
+def cut_detail(cut: int, late: bool, what: str = "arguments", data: bytes | bytearray = b"?") -> str:
     """Say why a call reads as truncated: the limit (a CUT_* code, or 0) it went past, and whether it came late.
 
     late: the call was first seen after an event dropped at Limits.event_bytes, which may have
-    held its start; a late call is reported so when it is cut, or when its arguments do not parse.
+    held its start; a late call is reported so when it is cut, when its arguments do not parse, or
+    when none came (data: what it kept).
     """
     went_past = f"went past Limits.{CUT_LIMITS[cut]} and was dropped" if cut else ""
     if not late:
         return f"the rest of the {what} {went_past}"
     start = (f"the call was first seen after an event went past Limits.event_bytes and was dropped; that "
              f"event may have held the start of its {what}")
-    return f"{start}, and the rest of them {went_past}" if cut else f"{start}, which do not parse without it"
+    if cut:
+        return f"{start}, and the rest of them {went_past}"
+    return f"{start}, which do not parse without it" if data else f"{start}: none came after it"
 
 
 @dataclass(frozen=True)
