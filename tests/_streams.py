@@ -229,3 +229,21 @@ def assert_twins_give_the_same_turn(both: Any, bodies: Iterable[bytes], fmt: str
         rc, rp = c.reassemble(data, format=fmt), py.reassemble(data, format=fmt)
         assert rc.to_response() == rp.to_response(), data
         assert rc.to_message() == rp.to_message(), data
+
+
+def near_pieces(piece: Any) -> list[tuple[bytes, bool]]:
+    """Return the payloads every byte reader of one event layout must get right, each with whether it reads it.
+
+    piece(text, index=...) makes the layout's payload: text is the raw JSON string content, index
+    the digits of its number field.
+    """
+    return [
+        (piece(b"caf\\u00e9 \\ud83d\\ude80 na\xc3\xafve \\\\"), True),  # escapes and UTF-8 in the piece
+        (piece(b"x", index=b"123456789012345678"), True),  # 18 digits, the most read (no such call: the general way)
+        (piece(b"x", index=b"1234567890123456789"), False),  # 19: the extractor's
+        (piece(b"x", index=b"01"), False),  # a leading zero: not JSON
+        (piece(b"x", index=b"-1"), False),
+        (piece(b"bad \\x escape"), False),
+        (piece(b"raw \x01 control"), False),
+        (piece(b"bad utf-8 \xff"), False),
+    ]

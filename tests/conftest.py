@@ -57,3 +57,21 @@ def agree(both, body, fmt="ollama", limits=None, seeds=range(4)):
                 first = seen
             assert seen == first, (impl.name, cuts)
     return first[0]
+
+
+def agree_whole(both, body, fmt):
+    """Reassemble body whole with both twins: the same result, errors and turn.
+
+    Return the compiled twin's path counts (_path_counts(), for tests that must see a fast path
+    taken) and its result.
+    """
+    compiled = both[0].module
+    seen = []
+    compiled._reset_path_counts()
+    for impl in both:
+        result = impl.reassemble(body, format=fmt)
+        if impl.module is compiled:
+            counts = compiled._path_counts()
+        seen.append((result, [str(e) for e in result.errors], result.to_response(), result.to_message()))
+    assert seen[0] == seen[1]
+    return counts, seen[0][0]

@@ -94,28 +94,12 @@ def test_gemini_pieces_take_their_own_fast_path(both):
     assert counts["gemini-piece"] + counts["gemini-repeat"] <= counts["gemini"], counts
 
 
-def test_responses_deltas_take_the_byte_reader(both):
-    # OpenAI's own layout of a call's next arguments piece is read byte by byte (_responses_delta).
-    counts = _run(both, "openai-responses", _bodies("openai-responses"))
-    assert counts["responses-delta"] >= FAST_SHARE * counts["openai-responses"], counts
-
-
-def test_cohere_deltas_take_the_byte_reader(both):
-    # Cohere's own layout of a call's next arguments piece is read byte by byte (_cohere_delta).
-    counts = _run(both, "cohere", _bodies("cohere"))
-    assert counts["cohere-delta"] >= FAST_SHARE * counts["cohere"], counts
-
-
-def test_anthropic_deltas_take_the_byte_reader(both):
-    # Anthropic's own layout of a block's next piece is read byte by byte (_anthropic_delta).
-    counts = _run(both, "anthropic", _bodies("anthropic"))
-    assert counts["anthropic-delta"] >= FAST_SHARE * counts["anthropic"], counts
-
-
-def test_bedrock_deltas_take_the_byte_reader(both):
-    # Bedrock's own layout of a block's next piece is read byte by byte (_bedrock_delta).
-    counts = _run(both, "bedrock", _bodies("bedrock"))
-    assert counts["bedrock-delta"] >= FAST_SHARE * counts["bedrock"], counts
+@pytest.mark.parametrize("fmt", ["openai-responses", "cohere", "anthropic", "bedrock"])
+def test_a_formats_commonest_event_takes_its_byte_reader(both, fmt):
+    # The provider's own layout of a call's (or block's) next piece is read byte by byte (_c/fast_*.pxi).
+    counts = _run(both, fmt, _bodies(fmt))
+    reader = {"openai-responses": "responses-delta"}.get(fmt, fmt + "-delta")
+    assert counts[reader] >= FAST_SHARE * counts[fmt], counts
 
 
 def test_json_array_is_framed_in_place(both):

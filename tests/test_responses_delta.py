@@ -10,8 +10,8 @@ layouts close to it that it must leave alone or read with care.
 import json
 
 import pytest
+from conftest import agree_whole
 
-from callstitch import _accumulator_c as compiled
 
 ITEM = "fc_04041325ab8ae30400698c51c5468c8197a395f18875a5339f"
 HEAD = b'{"type":"response.function_call_arguments.delta","sequence_number":'
@@ -42,16 +42,7 @@ def delta(text, seq=b"3", item=ITEM.encode(), index=b"0", tail=b',"obfuscation":
 
 
 def both_ways(both, body):
-    """Reassemble with both twins: the same results, errors and turn; return the compiled twin's path counts."""
-    seen = []
-    compiled._reset_path_counts()
-    for impl in both:
-        result = impl.reassemble(body, format="openai-responses")
-        if impl.module is compiled:
-            counts = compiled._path_counts()
-        seen.append((result, [str(e) for e in result.errors], result.to_response(), result.to_message()))
-    assert seen[0] == seen[1]
-    return counts, seen[0][0]
+    return agree_whole(both, body, "openai-responses")
 
 
 def test_openais_layout_is_read_by_the_delta_reader(both):
