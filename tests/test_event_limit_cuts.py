@@ -279,3 +279,19 @@ def test_a_late_call_that_gets_no_arguments_says_they_may_be_lost(impl):
     # A call with no arguments and no drop before it is whole, as ever.
     (call,) = impl.reassemble(named + chunk([finish("tool_calls")]) + DONE, limits=_LIMIT).tool_calls
     assert call.arguments == {} and call.error is None
+
+
+def test_a_late_custom_call_that_gets_no_input_says_it_may_be_lost(impl):
+    # A custom (free-form) tool call's input is never parsed: one first seen after a drop with no input
+    # at all reads as cut too, as a late function call with no arguments does (make_call, _custom_call).
+    item = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_C", "name": "shell", "input": ""}
+    def event(kind, **fields):
+        return b"event: " + kind.encode() + b"\ndata: " + dumps({"type": kind, **fields}) + b"\n\n"
+    body = (event("response.output_item.added", output_index=0, item=item)
+            + event("response.output_item.done", output_index=0, item=dict(item, status="completed"))
+            + event("response.completed", response={"id": "r", "object": "response", "status": "completed"}))
+    (call,) = impl.reassemble(body, format="openai-responses").tool_calls
+    assert call.kind == "custom" and call.arguments == "" and call.error is None
+    (call,) = impl.reassemble(_BIG + body, format="openai-responses", limits=_LIMIT).tool_calls
+    assert is_cut(call) and call.raw_arguments == "" and call.name == "shell"
+    assert "none came after it" in call.error.detail

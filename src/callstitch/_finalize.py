@@ -163,22 +163,22 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
             return ToolCall(call_id, name, choice, index, arguments, settled, error, quirk_names(bits | more))
     if cumulative is not None and len(cumulative) > 1:
         data = b"".join(data[:n] for n in cumulative[:-1]) + data  # what was sent before the cut, as sent
-    error = ArgumentsError("truncated", cut_detail(cut, late, data=data), call_id=call_id, name=name, offset=len(data),
-                           raw=data)
+    error = ArgumentsError("truncated", cut_detail(cut, late, none_came=not data), call_id=call_id, name=name,
+                           offset=len(data), raw=data)
     return ToolCall(call_id, name, choice, index, None, data, error, quirk_names(bits))
 
 
 def _custom_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
                  cumulative: list[int] | None, bits: int, cut: int, late: bool) -> ToolCall:
-    """Build a custom (free-form) call: its input is any text, kept exactly as sent, never parsed."""
+    """Build a custom (free-form) call: its input is any text, kept exactly as sent, never parsed (late: see make_call)."""
     if cumulative is not None and len(cumulative) > 1:
         # The slot keeps only the latest of fragments that each began with the one before: no
         # JSON tells cumulative sending apart here, so the text is the fragments as sent.
         data = b"".join(data[:n] for n in cumulative[:-1]) + data
     text = bytes(data).decode("utf-8", "replace")
-    if cut:
-        error = ArgumentsError("truncated", cut_detail(cut, late, "input"), call_id=call_id, name=name, offset=len(data),
-                               raw=data)
+    if cut or (late and not data):  # a late call that got no input: the dropped event may have held it all
+        error = ArgumentsError("truncated", cut_detail(cut, late, "input", none_came=not data), call_id=call_id,
+                               name=name, offset=len(data), raw=data)
         return ToolCall(call_id, name, choice, index, None, text, error, quirk_names(bits), "custom")
     return ToolCall(call_id, name, choice, index, text, text, None, quirk_names(bits), "custom")
 

@@ -15,12 +15,12 @@ CUT_EVENT_BYTES = 3  # an event dropped for its size may have held a piece of th
 CUT_LIMITS = {CUT_CALL_BYTES: "call_bytes", CUT_STREAM_BYTES: "stream_bytes", CUT_EVENT_BYTES: "event_bytes"}
 
 
-def cut_detail(cut: int, late: bool, what: str = "arguments", data: bytes | bytearray = b"?") -> str:
+def cut_detail(cut: int, late: bool, what: str = "arguments", none_came: bool = False) -> str:
     """Say why a call reads as truncated: the limit (a CUT_* code, or 0) it went past, and whether it came late.
 
     late: the call was first seen after an event dropped at Limits.event_bytes, which may have
     held its start; a late call is reported so when it is cut, when its arguments do not parse, or
-    when none came (data: what it kept).
+    when none came (none_came).
     """
     went_past = f"went past Limits.{CUT_LIMITS[cut]} and was dropped" if cut else ""
     if not late:
@@ -29,7 +29,7 @@ def cut_detail(cut: int, late: bool, what: str = "arguments", data: bytes | byte
              f"event may have held the start of its {what}")
     if cut:
         return f"{start}, and the rest of them {went_past}"
-    return f"{start}, which do not parse without it" if data else f"{start}: none came after it"
+    return f"{start}: none came after it" if none_came else f"{start}, which do not parse without it"
 
 
 @dataclass(frozen=True)
