@@ -100,6 +100,7 @@ cdef extern from "_c/scan.h" nogil:
         cs_val index
         const unsigned char *args
         Py_ssize_t args_n
+        bint long_run
     ctypedef struct cs_oline:
         cs_span content
         cs_span thinking

@@ -15,9 +15,11 @@ cdef int _ollama_line(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
     for k in range(count):
         sent.append((<const char *>calls[k].args)[:calls[k].args_n])
         try:
-            values.append(_loads_exact(sent[k]))
+            value = _loads(sent[k])
         except ValueError:
             return 0  # the general path reports it (or reads a lone surrogate escape its own way)
+        # loads_exact's reading: the scanner has measured the digit runs that matter (outside strings)
+        values.append(_exact(sent[k], value) if calls[k].long_run else value)
     # The line's part of the turn, as _ollama.handle keeps it: the record of _turns/ollama.py (a list:
     # first line, last line, per call its function.index, logprobs), lines kept as sent, parsed only
     # when the turn is asked for.

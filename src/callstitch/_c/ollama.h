@@ -7,6 +7,7 @@
 #define CALLSTITCH_OLLAMA_H
 
 #include "lex.h"
+#include "digits.h"
 
 /* The first '"' or '\\' in p[0..e), or e when there is none. */
 static CS_ALWAYS_INLINE const unsigned char *cs_quote_or_backslash(const unsigned char *p, const unsigned char *e)
@@ -43,11 +44,16 @@ static inline const unsigned char *cs_str_end_loose(const unsigned char *p, cons
  * the span next and refuses what is not JSON.  NULL when the data ends first,
  * or nests deeper than CS_LOOSE_DEPTH (well within orjson's own limit, which
  * counts from the line's top, so that the span parses alone only if the line
- * would). */
+ * would).  *long_run is set when a run of CS_LONG_RUN digits or more stands
+ * outside the strings: only a number can be one orjson reads inexactly, and
+ * measuring here, where the bytes are walked anyway, spares cs_long_digit_run
+ * its pass over the strings (whose digits never change orjson's reading). */
 #define CS_LOOSE_DEPTH 512
-static inline const unsigned char *cs_skip_loose(const unsigned char *p, const unsigned char *e)
+static inline const unsigned char *cs_skip_loose(const unsigned char *p, const unsigned char *e, int *long_run)
 {
     ptrdiff_t depth = 0;
+    const unsigned char *q;
+    *long_run = 0;
     for (; p < e; p++) {
         switch (*p) {
         case '"':
@@ -59,6 +65,13 @@ static inline const unsigned char *cs_skip_loose(const unsigned char *p, const u
             break;
         case '}': case ']':
             if (--depth == 0) return p + 1;
+            break;
+        case '0': case '1': case '2': case '3': case '4':
+        case '5': case '6': case '7': case '8': case '9':
+            for (q = p + 1; q < e && cs_is_digit(*q); q++)
+                ;
+            if (q - p >= CS_LONG_RUN) *long_run = 1;
+            p = q - 1;
             break;
         default:
             break;
@@ -74,6 +87,7 @@ typedef struct {
     cs_val index;                      /* function.index, kind CS_T_ABSENT when not sent; p/n the number as sent */
     const unsigned char *args;         /* function.arguments, an object, as sent (not yet checked) */
     ptrdiff_t args_n;
+    int long_run;                      /* args hold a long digit run outside their strings (cs_skip_loose) */
 } cs_ocall;
 
 /* What cs_ollama_line found in a line besides its calls. */
@@ -166,7 +180,7 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *
             CS_OSTR(&c->name);
             CS_OLIT(",\"arguments\":");
             if (p >= e || *p != '{') return -1;
-            q = cs_skip_loose(p, e);
+            q = cs_skip_loose(p, e, &c->long_run);
             if (!q) return -1;
             c->args = p;
             c->args_n = q - p;
