@@ -5,6 +5,8 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
+from . import _turns  # its package module alone: each format's turn module is imported when first asked for
+
 __all__ = ["ArgumentsError", "StreamError", "ToolCall", "Result", "Choice"]
 
 _EXCERPT = 60
@@ -221,16 +223,14 @@ class Result:
         not know are carried along. A cut or failed stream says so the provider's way (its finish
         reason or status), never with invented content.
         """
-        from ._turns import to_response
-        return to_response(self)
+        return _turns.to_response(self)
 
     def to_message(self, choice: int = 0) -> Any:
         """Return the assistant turn in the provider's request shape, ready to append to the conversation.
 
         A message dict for most formats; for OpenAI Responses, the list of input items the output was.
         """
-        from ._turns import to_message
-        return to_message(self, choice)
+        return _turns.to_message(self, choice)
 
     def _first(self, attr: str) -> Any:
         return getattr(self.choices[0], attr) if self.choices else None

@@ -12,7 +12,13 @@ from importlib import import_module
 from typing import Any
 
 
+_MODULES: dict[str, Any] = {}  # format -> its turn module, once found (import_module costs a turn's tenth)
+
+
 def _module(result: Any) -> Any:
+    found = _MODULES.get(result.format)
+    if found is not None:
+        return found
     # A format's turn module has its adapter's module name (the registry's ADAPTERS). Imported
     # here: the adapters import their turn modules, which makes this package part of their import.
     from .._formats.registry import ADAPTERS
@@ -23,11 +29,12 @@ def _module(result: Any) -> Any:
                          f"turn to give; see result.errors")
     name = f"{__name__}.{adapter.__name__.rpartition('.')[2]}"
     try:
-        return import_module(name)
+        found = _MODULES[result.format] = import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name != name:
             raise
         raise ValueError(f"format {result.format!r} has no turn module ({name})") from None
+    return found
 
 
 def to_response(result: Any) -> dict[str, Any]:

@@ -16,13 +16,13 @@ usage is message_start's merged with message_delta's.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import orjson
 
 from .._exactjson import loads_exact
 
+from .fresh import fresh
 from .partial_json import complete_part
 
 TEXT, THINKING = 0, 1  # which text of the choice a block's text is in (sink.TEXT_CONTENT, TEXT_REASONING)
@@ -164,7 +164,7 @@ def response(result: Any, turn: AnthropicTurn | None) -> dict[str, Any]:
     message.setdefault("stop_sequence", None)
     if result.usage is not None:
         message["usage"] = result.usage
-    return copy.deepcopy(message)
+    return fresh(message)
 
 
 def message(result: Any, turn: AnthropicTurn | None, choice: int) -> dict[str, Any]:
@@ -173,7 +173,7 @@ def message(result: Any, turn: AnthropicTurn | None, choice: int) -> dict[str, A
         raise IndexError(f"an Anthropic stream has one choice (0), not choice {choice}")
     turn = turn or AnthropicTurn()
     turn.settle()
-    return {"role": "assistant", "content": copy.deepcopy(_blocks(result, turn))}
+    return {"role": "assistant", "content": fresh(_blocks(result, turn))}
 
 
 def _blocks(result: Any, turn: AnthropicTurn) -> list[dict]:

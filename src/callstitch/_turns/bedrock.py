@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 from typing import Any
 
 import orjson
 
 from .._exactjson import loads_exact
+from .fresh import fresh
 from .partial_json import complete_part
 
 TEXT, REASONING = 0, 1  # which text of the choice a span is in (sink.TEXT_CONTENT, TEXT_REASONING)
@@ -148,14 +148,14 @@ def response(result: Any, turn: BedrockTurn | None) -> dict[str, Any]:
     out: dict[str, Any] = {"output": {"message": _message(result, turn, False)}}
     for fields in (turn.stop, turn.metadata):
         out.update((key, value) for key, value in fields.items() if key != PADDING)
-    return copy.deepcopy(out)
+    return fresh(out)
 
 
 def message(result: Any, turn: BedrockTurn | None, choice: int) -> dict[str, Any]:
     """Return the assistant Message for the next converse() call (redactedContent as bytes)."""
     if choice != 0:
         raise IndexError(f"a Bedrock stream has one choice (0), not choice {choice}")
-    return copy.deepcopy(_message(result, turn or BedrockTurn(), True))
+    return fresh(_message(result, turn or BedrockTurn(), True))
 
 
 def _message(result: Any, turn: BedrockTurn, blobs: bool) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fresh import fresh
+
 # The message-start fields the response rebuilds from the stream itself.
 _REBUILT = ("role", "content", "tool_plan", "tool_calls", "citations")
 
@@ -123,11 +125,11 @@ def response(result: Any, turn: Any) -> dict[str, Any]:
     out.update((k, v) for k, v in end.items() if k != "finish_reason")
     if turn is not None and turn.logprobs is not None:
         out["logprobs"] = list(turn.logprobs)
-    return out
+    return fresh(out)
 
 
 def message(result: Any, turn: Any, choice: int) -> dict[str, Any]:
     """Return the assistant message for the next request: role, tool_calls, tool_plan, content, citations."""
     if choice != 0:
         raise IndexError(f"choice {choice} out of range: a Cohere stream has one choice")
-    return _message(result, turn)
+    return fresh(_message(result, turn))

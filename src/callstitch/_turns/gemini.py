@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._exactjson import loads_exact
+from .fresh import fresh
 
 TEXT_KEYS = frozenset(("text", "thought", "thoughtSignature"))
 CALL_KEYS = frozenset(("name", "id", "args", "willContinue", "partialArgs"))
@@ -208,7 +209,7 @@ def response(result: Any, turn: GeminiTurn | None) -> dict[str, Any]:
     out.update(fields)
     if result.usage is not None:
         out["usageMetadata"] = result.usage
-    return out
+    return fresh(out)
 
 
 def message(result: Any, turn: GeminiTurn | None, choice: int) -> dict[str, Any]:
@@ -219,7 +220,7 @@ def message(result: Any, turn: GeminiTurn | None, choice: int) -> dict[str, Any]
             raise IndexError(f"the stream has no candidate {choice}")
         return {"role": "model", "parts": []}
     role = record.content.get("role")
-    return {"role": role if type(role) is str else "model", "parts": _parts(result, choice, record)}
+    return fresh({"role": role if type(role) is str else "model", "parts": _parts(result, choice, record)})
 
 
 def _candidate(result: Any, index: int, record: GeminiCandidate) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._exactjson import loads_exact
+from .fresh import fresh
 
 # The record of an Ollama stream (state.turn), a list and not a class instance: the compiled reader
 # makes one per stream, and a class instance cost 1.3% of a short stream's instructions where a list
@@ -90,7 +91,7 @@ def response(result: Any, turn: Any) -> dict[str, Any]:
     out["message"] = _message(result, turn, (last if last is not None else first).get("message"))
     if turn is not None and turn[LOGPROBS] is not None:
         out["logprobs"] = list(turn[LOGPROBS])
-    return out
+    return fresh(out)
 
 
 def message(result: Any, turn: Any, choice: int) -> dict[str, Any]:

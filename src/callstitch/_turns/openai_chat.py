@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fresh import fresh
+
 # The envelope fields of a chunk a chat.completion carries, as bits of ChatTurn.have (the compiled
 # reader sends a chunk down the general path while one it carries is not yet known: chat.h's CS_ENV_*).
 ENVELOPE = {"id": 1, "created": 2, "model": 4, "system_fingerprint": 8, "service_tier": 16}
@@ -112,7 +114,7 @@ def merge_delta(into: dict, delta: dict) -> None:
             if _indexed(value):
                 held = into[key] = []
             else:
-                into[key] = _fresh(value)
+                into[key] = fresh(value)
                 continue
         if key == "index" or key == "type":
             into[key] = value
@@ -139,7 +141,7 @@ def _merge_list(held: list, value: list) -> None:
             if type(held[index]) is dict:
                 merge_delta(held[index], entry)
         else:
-            held.insert(index, _fresh(entry))
+            held.insert(index, fresh(entry))
 
 
 def _indexed(value: Any) -> bool:
@@ -150,28 +152,19 @@ def _number(value: Any) -> bool:
     return type(value) is int or type(value) is float  # not bool: the SDK would add True + True
 
 
-def _fresh(value: Any) -> Any:
-    """Return a copy of a JSON value that later merges may change (the chunk's own stays as parsed)."""
-    if type(value) is dict:
-        return {k: _fresh(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_fresh(v) for v in value]
-    return value
-
-
 def note_logprobs(record: ChoiceTurn, logprobs: dict) -> None:
     """Add a chunk's logprobs to the choice's: the first as sent, then content and refusal concatenated."""
     held = record.logprobs
     if held is None:
-        record.logprobs = _fresh(logprobs)
+        record.logprobs = fresh(logprobs)
         return
     for key in ("content", "refusal"):
         more = logprobs.get(key)
         if more:
             if type(held.get(key)) is list:
-                held[key].extend(_fresh(more))
+                held[key].extend(fresh(more))
             else:
-                held[key] = _fresh(more)
+                held[key] = fresh(more)
 
 
 # ---------------------------------------------------------------- building the objects
@@ -186,18 +179,18 @@ def response(result: Any, turn: ChatTurn | None) -> dict[str, Any]:
         record = turn.choices.get(choice.index) if turn is not None else None
         entry: dict[str, Any] = {}
         if record is not None:
-            entry.update(_fresh(record.extras))
+            entry.update(fresh(record.extras))
         entry["index"] = choice.index
         entry["message"] = _message(result, choice, record)
-        entry["logprobs"] = _fresh(record.logprobs) if record is not None else None
+        entry["logprobs"] = fresh(record.logprobs) if record is not None else None
         entry["finish_reason"] = choice.finish_reason
         choices.append(entry)
     out["choices"] = choices
-    out["usage"] = _fresh(result.usage)
+    out["usage"] = fresh(result.usage)
     out["system_fingerprint"] = envelope.get("system_fingerprint")
     for key, value in envelope.items():
         if key not in out:
-            out[key] = _fresh(value)
+            out[key] = fresh(value)
     return out
 
 
@@ -225,14 +218,14 @@ def message(result: Any, turn: ChatTurn | None, choice: int) -> dict[str, Any]:
 def _call_param(call: dict) -> dict:
     # The request takes a call as the response gave it; extras such as Gemini's
     # extra_content.google.thought_signature must go back with it, byte for byte.
-    return _fresh(call)
+    return fresh(call)
 
 
 def _message(result: Any, choice: Any, record: ChoiceTurn | None) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": choice.text, "refusal": choice.refusal}
     if record is not None:
         for key, value in record.message.items():
-            out.setdefault(key, _fresh(value))
+            out.setdefault(key, fresh(value))
     if choice.reasoning is not None:
         key = record.reasoning_key if record is not None and record.reasoning_key else "reasoning_content"
         out[key] = choice.reasoning
@@ -259,7 +252,7 @@ def _call(call: Any, record: ChoiceTurn | None) -> dict[str, Any]:
             for key, value in extras.items():
                 if (key == "function" or key == "custom") and key in out:
                     for inner, inner_value in value.items():
-                        out[key].setdefault(inner, _fresh(inner_value))
+                        out[key].setdefault(inner, fresh(inner_value))
                 else:
-                    out.setdefault(key, _fresh(value))
+                    out.setdefault(key, fresh(value))
     return out

@@ -10,10 +10,10 @@ stream last said ("in_progress"), and an item keeps the status its added event g
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from .._exactjson import loads_exact as loads
+from .fresh import fresh
 
 # Text of a content part, by part type: which of the choice's texts its deltas went to (sink.TEXT_*).
 _PART_TEXT = {"output_text": 0, "refusal": 2, "reasoning_text": 1, "summary_text": 1}
@@ -65,7 +65,7 @@ class ResponsesTurn:
 
 def _read(kept: dict | bytes) -> Any:
     """Return a kept event as a dict of its own: the general path's is shared with nothing, but copied all the same."""
-    return loads(kept) if type(kept) is bytes else copy.deepcopy(kept)
+    return loads(kept) if type(kept) is bytes else fresh(kept)
 
 
 def response(result: Any, turn: ResponsesTurn | None) -> dict[str, Any]:
