@@ -60,7 +60,7 @@ def _run(both, fmt: str, bodies: list[bytes]) -> dict[str, int]:
 
 def _assert_fast(counts: dict[str, int], path: str, framed: str) -> None:
     """The fast path took the common events, and every event was framed in place by the given framing."""
-    events = counts[path] + counts["general"]
+    events = counts[path] + counts["general"] + counts["sse-done"]
     assert counts[path] >= FAST_SHARE * events, counts
     assert counts[framed] == events, counts
     assert counts["framed-elsewhere"] == 0, counts
@@ -100,6 +100,15 @@ def test_a_formats_commonest_event_takes_its_byte_reader(both, fmt):
     counts = _run(both, fmt, _bodies(fmt))
     reader = {"openai-responses": "responses-delta"}.get(fmt, fmt + "-delta")
     assert counts[reader] >= FAST_SHARE * counts[fmt], counts
+
+
+def test_a_chat_streams_usage_chunk_and_done_take_the_fast_path(both):
+    # The chunk of include_usage (choices [], usage {...}) and [DONE] end every workload stream: neither
+    # leaves C, so a plain chat stream takes the general path not once.
+    bodies = _bodies("openai-chat")
+    counts = _run(both, "openai-chat", bodies)
+    assert counts["general"] == 0 and counts["sse-done"] == len(bodies), counts
+    assert all(b'"usage":{' in body for body in bodies)
 
 
 def test_json_array_is_framed_in_place(both):

@@ -73,6 +73,8 @@ cdef extern from "_c/scan.h" nogil:
         cs_span env_str[4]
         int64_t created
         int reasoning
+        const unsigned char *usage
+        Py_ssize_t usage_n
     int cs_scan_chat_chunk(const unsigned char *p, Py_ssize_t n, cs_chunk *out, unsigned want)
     Py_ssize_t cs_unescape(const unsigned char *p, Py_ssize_t n, unsigned char *dst)
     enum:
@@ -917,6 +919,16 @@ Reassemble the tool calls of one streamed response.
                 self._seen = True
                 self._state.recognised = True
             return 0
+        if event is None and n == 6 and memcmp(data, b"[DONE]", 6) == 0:
+            # The stream's terminator (OpenAI's, and servers that copy it): what _dispatch.handle_event does.
+            _paths[PATH_SSE_DONE] += 1
+            self._state.complete = True
+            self._state.ended = True
+            self._anth_open[0] = self._anth_open[1] = -1
+            self._complete_all()
+            if self._halting:
+                self._ended_seen = True
+            return 0
         _paths[PATH_GENERAL] += 1
         self._anth_open[0] = self._anth_open[1] = -1  # the turn's open blocks may change: ask it again
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
@@ -1051,6 +1063,7 @@ Reassemble the tool calls of one streamed response.
         cdef cs_chunk *c = self._chunk
         cdef cs_choice *ch
         cdef cs_frag *f
+        cdef cs_val usage
         cdef int i, j
         cdef object number
         cdef _Slot slot
@@ -1086,6 +1099,10 @@ Reassemble the tool calls of one streamed response.
             if ch.finish_reason.kind == CS_STR:
                 self._state.finish(number, _span_str(&ch.finish_reason))
                 self.complete(number, None)
+        if c.usage_n:  # after the choices, as the adapter reads it
+            usage.p = c.usage
+            usage.n = c.usage_n
+            self._raw_usage(&usage)
         return 0
 
     cdef _Slot _known_slot(self, int64_t index):

@@ -68,6 +68,8 @@ typedef struct {
     cs_span env_str[4];             /* id, model, system_fingerprint, service_tier, when wanted */
     int64_t created;                /* created, when wanted */
     int reasoning;                  /* a delta has reasoning_content or reasoning (null or not) */
+    const unsigned char *usage;     /* the usage object as sent (checked JSON), when usage_n > 0 */
+    ptrdiff_t usage_n;              /* 0 when usage is absent or null */
 } cs_chunk;
 
 /* ------------------------------------------------------------------------ */
@@ -310,6 +312,7 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
     out->want = want;
     out->env = 0;
     out->reasoning = 0;
+    out->usage_n = 0;
     if (want) {
         int k;
         for (k = 0; k < 4; k++) cs_span_clear(&out->env_str[k]);
@@ -335,8 +338,14 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
             case CS_K_USAGE:
                 if (seen & 2u) return 0;
                 seen |= 2u;
-                if (!cs_is_null(p, e)) return 0;
-                p += 4;
+                if (cs_is_null(p, e)) {
+                    p += 4;
+                    break;
+                }
+                if (*p != '{') return 0;   /* usage of another type: the general path keeps it as parsed */
+                out->usage = p;
+                p = cs_skip(p, e, 1);      /* checked as orjson would: the text is parsed at the end */
+                if (p) out->usage_n = p - out->usage;
                 break;
             case CS_K_ERROR:
                 if (seen & 4u) return 0;
