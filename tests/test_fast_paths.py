@@ -146,3 +146,10 @@ def test_reset_sets_every_counter_to_zero(both):
     assert any(compiled._path_counts().values())
     compiled._reset_path_counts()
     assert set(compiled._path_counts().values()) == {0}
+
+
+def test_the_accumulator_is_small_enough_for_mallocs_fast_path():
+    # One Accumulator is made per response: at 1,016 bytes or less (GC header included, 1,032) glibc's
+    # per-thread cache serves it in a few instructions; above, each response pays malloc's slow path
+    # (some 400 instructions on a 90,000-instruction Ollama response). Scratch space goes on the stack.
+    assert compiled.Accumulator.__basicsize__ <= 1016, compiled.Accumulator.__basicsize__

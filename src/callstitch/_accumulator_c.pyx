@@ -190,6 +190,9 @@ Reassemble the tool calls of one streamed response.
     Feed it the raw response bytes as they arrive (``feed``), parsed chunks (``feed_chunk``) or
     fragments (``add``), then call ``finalize`` once for the Result.
     """
+    # The object is allocated anew for each response: kept under 1016 bytes (malloc's per-thread cache
+    # serves blocks up to 1032, the GC header included), its allocation is a few instructions, not
+    # malloc's slow path (some 400 a response). Scratch space belongs on the stack of its function.
     cdef object _state
     cdef object _turn  # state.turn once made: the fast paths reach the turn record without a lookup
     cdef list _slots
@@ -220,7 +223,6 @@ Reassemble the tool calls of one streamed response.
     cdef bint _auto
     cdef bint _seen  # state.recognised, as last read: until then every event takes the general path
     cdef bint _fed  # a byte has been fed (an empty body is reported as one)
-    cdef cs_val _vals[12]
     # The Gemini fast path's hold on state.turn (_c/fast_gemini.pxi): the record, its log, the log's
     # length after this path last wrote to it (longer: the general path logged since, and the two
     # notes below no longer hold), the last envelope it logged, the open text run it last logged.

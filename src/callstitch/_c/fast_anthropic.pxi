@@ -4,7 +4,7 @@
 
 cdef int _anthropic_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply an Anthropic event in place as _anthropic.handle does; 0 sends it the general way."""
-    cdef cs_val *v = acc._vals
+    cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
     cdef cs_span span
     cdef int kind = _anthropic_delta(data, n, &v[1], &v[3])
     if kind:
@@ -78,7 +78,7 @@ cdef int _anthropic_delta(const unsigned char *data, Py_ssize_t n, cs_val *index
 
 cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply a block start or stop, or a message start, delta or stop, as _anthropic.handle does; 0: the general way."""
-    cdef cs_val *v = acc._vals
+    cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
     cdef cs_val usage[1]
     cdef int64_t index
     if not cs_extract(data, n, _ANTHROPIC_OTHER, 12, v) or v[0].kind != CS_T_STR or v[0].has_esc:
@@ -98,7 +98,7 @@ cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t
     if _is(&v[0], "content_block_start", 19):
         if v[1].kind != CS_T_INT or not _is_object(&v[2]) or v[3].has_esc:
             return 0
-        return _anthropic_start(acc, state, v[1].i, data, n)
+        return _anthropic_start(acc, state, v, data, n)
     if _is(&v[0], "message_delta", 13):
         if v[9].kind == CS_T_STR:
             state.finish(0, _span_str_v(&v[9]))
@@ -125,13 +125,14 @@ cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t
     return 0
 
 
-cdef int _anthropic_start(Accumulator acc, object state, int64_t index, const unsigned char *data,
+cdef int _anthropic_start(Accumulator acc, object state, const cs_val *v, const unsigned char *data,
                           Py_ssize_t n) except -1:
     """Apply a content_block_start as _anthropic.start_block does; 0: the general way.
 
-    The turn keeps the block's start object as its event's JSON text (parsed when the turn is read).
+    v: what _anthropic_event's extractor found in it (_ANTHROPIC_OTHER). The turn keeps the block's
+    start object as its event's JSON text (parsed when the turn is read).
     """
-    cdef cs_val *v = acc._vals
+    cdef int64_t index = v[1].i
     cdef cs_span span
     cdef int which = -1
     if _is(&v[3], "text", 4):

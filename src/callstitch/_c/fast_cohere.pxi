@@ -17,7 +17,7 @@ cdef bint _has_logprobs(const unsigned char *data, Py_ssize_t n):
 
 cdef int _cohere_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply a Cohere event in place as _cohere.handle does; 0 sends it the general way."""
-    cdef cs_val *v = acc._vals
+    cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
     cdef cs_span span
     if _cohere_delta(data, n, &v[1], &v[4]):
         _paths[PATH_COHERE_DELTA] += 1

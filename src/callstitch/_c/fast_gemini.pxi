@@ -84,7 +84,7 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     Every part and partialArgs entry is located (and checked readable) before anything is
     applied, so a chunk is taken whole here or not at all.
     """
-    cdef cs_val *v = acc._vals
+    cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
     cdef cs_val parts[16][9]
     cdef cs_val entries[16][8]
     cdef const unsigned char *part_at[16]
@@ -159,7 +159,7 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
 
 cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply, in one pass, a chunk of one part with one partialArgs entry, a string; 0 when it is anything else."""
-    cdef cs_val *v = acc._vals
+    cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
     cdef bint more, going_on
     if (not cs_extract(data, n, _GEMINI_PIECE, 12, v) or not (v[4].kind & (CS_T_ABSENT | CS_T_NULL))
             or v[0].kind != CS_T_ARRAY or v[0].i != 1 or v[5].kind != CS_T_ARRAY or v[5].i != 1

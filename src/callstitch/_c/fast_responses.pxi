@@ -23,7 +23,7 @@ cdef Py_ssize_t _responses_text_len(Accumulator acc, int which):
 
 cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply an OpenAI Responses event in place as _responses.handle does; 0 sends it the general way."""
-    cdef cs_val *v = acc._vals
+    cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
     cdef _Slot slot
     cdef cs_span span
     cdef object turn
