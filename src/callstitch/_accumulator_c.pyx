@@ -106,6 +106,7 @@ cdef extern from "_c/scan.h" nogil:
     ctypedef struct cs_oline:
         cs_span content
         cs_span thinking
+        Py_ssize_t head_n
         int done
         cs_span reason
         cs_val prompt_eval_count

@@ -21,12 +21,12 @@ cdef int _ollama_line(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
         # loads_exact's reading: the scanner has measured the digit runs that matter (outside strings)
         values.append(_exact(sent[k], value) if calls[k].long_run else value)
     # The line's part of the turn, as _ollama.handle keeps it: the record of _turns/ollama.py (a list:
-    # first line, last line, per call its function.index, logprobs), lines kept as sent, parsed only
-    # when the turn is asked for.
+    # first line, last line, per call its function.index, logprobs), lines kept as JSON text, parsed
+    # only when the turn is asked for.
     if acc._turn is None:
         acc._turn = acc._state.turn
         if acc._turn is None:
-            acc._turn = acc._state.turn = [(<const char *>data)[:n], None, [], None]
+            acc._turn = acc._state.turn = [_ollama_head(data, line.head_n), None, [], None]
     if line.done:
         (<list>acc._turn)[1] = (<const char *>data)[:n]
     if line.content.n:
@@ -52,3 +52,19 @@ cdef int _ollama_line(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
         acc._state.finish(0, "stop" if reason is None else reason)
         acc._complete_all()
     return 1
+
+
+cdef bytes _ollama_head(const unsigned char *data, Py_ssize_t head_n):
+    """Return a first line's fields up to message.role, closed: all the record reads of a first line.
+
+    The turn takes from the first line its top-level fields but message and done (read only when no
+    last line came, and in this shape all of them come before message) and its message's fields but
+    the texts and calls (role: the rest of the message is texts and calls in this shape). A first line
+    with calls is kilobytes long; its head is the model, created_at and role.
+    """
+    cdef bytes head = PyBytes_FromStringAndSize(NULL, head_n + 2)
+    cdef char *out = PyBytes_AS_STRING(head)
+    memcpy(out, data, head_n)
+    out[head_n] = b'}'
+    out[head_n + 1] = b'}'
+    return head

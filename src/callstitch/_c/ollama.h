@@ -93,6 +93,7 @@ typedef struct {
 /* What cs_ollama_line found in a line besides its calls. */
 typedef struct {
     cs_span content, thinking;         /* message.content; message.thinking, CS_ABSENT when not sent */
+    ptrdiff_t head_n;                  /* the line's length up to message.role's closing quote */
     int done;                          /* "done":true: the last line */
     cs_span reason;                    /* done_reason, CS_ABSENT when not sent */
     cs_val prompt_eval_count, eval_count;   /* kind CS_T_ABSENT when not sent; p/n the number as sent */
@@ -142,6 +143,7 @@ static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *
     CS_OSTR((cs_span *)NULL);
     CS_OLIT(",\"message\":{\"role\":\"");
     CS_OSTR((cs_span *)NULL);
+    line->head_n = p - (e - n);
     CS_OLIT(",\"content\":\"");
     CS_OSTR(&line->content);
     line->thinking.kind = CS_ABSENT;

@@ -16,8 +16,9 @@ from .fresh import fresh
 # The record of an Ollama stream (state.turn), a list and not a class instance: the compiled reader
 # makes one per stream, and a class instance cost 1.3% of a short stream's instructions where a list
 # costs 0.1%. Its slots, by position:
-#   FIRST     the first line (a dict, or its JSON text as the compiled reader found it): the model and
-#             created_at of a stream cut before its last line
+#   FIRST     the first line (a dict, or JSON text: the compiled reader keeps the line up to its
+#             message.role, closed, all that is read of it): the model and created_at of a stream cut
+#             before its last line
 #   LAST      the last line (done true), likewise, or None
 #   CALLS     per whole call taken, in order: None, function.index as sent (the compiled reader), or
 #             (call fields, function fields) besides id, name and arguments
