@@ -21,10 +21,12 @@ def usage_chunk(usage: bytes, choices: bytes = b"[]") -> bytes:
     return b"data: {" + ENVELOPE + b',"choices":' + choices + b',"usage":' + usage + b"}\n\n"
 
 
-def stream(*tail: bytes) -> bytes:
+def stream(*tail: bytes, finished: bool = True) -> bytes:
+    """One call in three pieces, its finish_reason (unless not finished), then tail."""
     calls = [chunk([tool_delta(0, id="call_1", name="f", arguments="")]),
-             chunk([tool_delta(0, arguments='{"a":')]), chunk([tool_delta(0, arguments="1}")]),
-             chunk([finish("tool_calls")])]
+             chunk([tool_delta(0, arguments='{"a":')]), chunk([tool_delta(0, arguments="1}")])]
+    if finished:
+        calls.append(chunk([finish("tool_calls")]))
     return b"".join(calls) + b"".join(tail)
 
 
@@ -64,30 +66,27 @@ def test_near_usage_chunks_read_as_the_pure_twin_reads_them(both, tail):
 
 
 DONES = {
-    "bare": DONE,
-    "spaces": b"data:  [DONE] \n\n",
-    "named event": b"event: done\ndata: [DONE]\n\n",
-    "lower case": b"data: [done]\n\n",
-    "two lines": b"data: [DONE]\ndata: x\n\n",
-    "then a chunk": DONE + chunk([tool_delta(1, id="call_2", name="g", arguments="{}")]),
-    "twice": DONE + DONE,
-    "no finish before it": b"",
+    "bare": stream(usage_chunk(USAGE), DONE),
+    "spaces": stream(usage_chunk(USAGE), b"data:  [DONE] \n\n"),
+    "named event": stream(usage_chunk(USAGE), b"event: done\ndata: [DONE]\n\n"),
+    "lower case": stream(usage_chunk(USAGE), b"data: [done]\n\n"),
+    "two lines": stream(usage_chunk(USAGE), b"data: [DONE]\ndata: x\n\n"),
+    "then a chunk": stream(usage_chunk(USAGE), DONE, chunk([tool_delta(1, id="call_2", name="g", arguments="{}")])),
+    "twice": stream(usage_chunk(USAGE), DONE, DONE),
+    "no finish before it": stream(DONE, finished=False),
 }
 
 
-@pytest.mark.parametrize("tail", DONES.values(), ids=DONES.keys())
+@pytest.mark.parametrize("body", DONES.values(), ids=DONES.keys())
 @pytest.mark.parametrize("fmt", ["openai-chat", "auto"])
-def test_done_ends_the_stream_as_the_pure_twin_ends_it(both, tail, fmt):
-    body = stream(usage_chunk(USAGE), tail)
-    if tail == b"":
-        body = stream()[: -len(chunk([finish("tool_calls")]))] + DONE
+def test_done_ends_the_stream_as_the_pure_twin_ends_it(both, body, fmt):
     agree_whole(both, body, fmt)
     agree(both, body, fmt, seeds=range(2))  # fed in pieces too: the same calls handed over at the same feed
 
 
 def test_done_hands_over_the_open_calls(both):
     # No finish_reason came: [DONE] is what closes the call, and feed() hands it over there.
-    body = stream()[: -len(chunk([finish("tool_calls")]))]
+    body = stream(finished=False)
     for impl in both:
         acc = impl.Accumulator(format="openai-chat")
         assert acc.feed(body) == []

@@ -4,6 +4,11 @@ Each module reads the Result (calls, texts, finish reasons, usage) and the recor
 adapter kept on the way (``result._turn``: ids, model, block order, signatures, fields callstitch
 does not know), and builds the provider's non-streamed response and the assistant message of a
 request from them. Nothing here runs while a stream is fed: the turn costs the calls nothing.
+Each module gives the caller objects of its own, shared with neither the Result nor its record:
+fresh.fresh() over what it returns, or copies of just the parts it takes from the record
+(openai_chat, where copying the whole response would cost about as much as building it, and
+openai_responses, whose kept events are parsed or copied as read). tests/test_turn_copies.py holds
+every format to it.
 """
 
 from __future__ import annotations
