@@ -46,10 +46,15 @@ else:
     except ImportError:
         sys.exit(f"callstitch: Cython is needed to build the compiled extension.\n{HINT}")
     ext_modules = cythonize(
-        [Extension("callstitch._accumulator_c", ["src/callstitch/_accumulator_c.pyx"],
+        # _slots.py is Python that both twins run: the compiled build compiles it too (typed by
+        # _slots.pxd), and the pure twin runs its source (_pure.py).
+        [Extension("callstitch._slots", ["src/callstitch/_slots.py"], depends=["src/callstitch/_slots.pxd"],
+                   extra_compile_args=[] if sys.platform == "win32" else ["-O3"]),
+         Extension("callstitch._accumulator_c", ["src/callstitch/_accumulator_c.pyx"],
                    include_dirs=["src/callstitch"],
                    # the headers and .pxi files the pyx includes: a change to one rebuilds it
-                   depends=sorted(glob.glob("src/callstitch/_c/*.h") + glob.glob("src/callstitch/_c/*.pxi")),
+                   depends=sorted(glob.glob("src/callstitch/_c/*.h") + glob.glob("src/callstitch/_c/*.pxi"))
+                   + ["src/callstitch/_slots.pxd"],
                    extra_compile_args=[] if sys.platform == "win32" else ["-O3"])],
         language_level=3,
     )

@@ -179,10 +179,11 @@ cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
 
 
+from ._slots cimport ChoiceState, Slot, SlotBook, Text, _unshare
 include "_c/slots.pxi"
 
 
-cdef class Accumulator:
+cdef class Accumulator(SlotBook):
     """Accumulator(format='auto', limits=None)
 --
 
@@ -194,27 +195,9 @@ Reassemble the tool calls of one streamed response.
     # The object is allocated anew for each response: kept under 1016 bytes (malloc's per-thread cache
     # serves blocks up to 1032, the GC header included), its allocation is a few instructions, not
     # malloc's slow path (some 400 a response). Scratch space belongs on the stack of its function.
-    cdef object _state
     cdef object _turn  # state.turn once made: the fast paths reach the turn record without a lookup
-    cdef list _slots
-    cdef dict _choices
-    cdef dict _texts
     cdef bint _fast
     cdef int _fmt
-    cdef object _result
-    cdef list _done  # calls completed since feed last returned
-    # limits (None in Limits becomes a number no stream reaches)
-    cdef Py_ssize_t _max_call, _max_stream, _max_calls, _max_choices, _max_event
-    cdef Py_ssize_t _kept  # argument and text bytes held, against Limits.stream_bytes
-    # Calls taken whole whose arguments are kept as sent (_SentArguments), and at most how many bytes
-    # their compact text takes: the exact count is worked out only when a limit needs it (_stream_over).
-    cdef list _lazy
-    cdef Py_ssize_t _lazy_bound
-    cdef bint _full
-    # An event was dropped (Limits.event_bytes): no text is kept after it, nor a call that starts without its name.
-    cdef bint _dropped
-    cdef set _capped
-    cdef Py_ssize_t _nchoices  # choices met, by their calls or their texts, against Limits.choices
     cdef bint _skipping  # dropping the rest of an over-long line
     cdef const unsigned char *_cr_free  # within the read being framed: no CR before this
     cdef bint _halting  # stop right after the stream's terminator (batch reprocessing)
@@ -223,7 +206,6 @@ Reassemble the tool calls of one streamed response.
     cdef bint _dropping  # dropping the rest of an event that went over the limit
     cdef bint _auto
     cdef bint _seen  # state.recognised, as last read: until then every event takes the general path
-    cdef bint _fed  # a byte has been fed (an empty body is reported as one)
     # The Gemini fast path's hold on state.turn (_c/fast_gemini.pxi): the record, its log, the log's
     # length after this path last wrote to it (longer: the general path logged since, and the two
     # notes below no longer hold), the last envelope it logged, the open text run it last logged.
@@ -241,7 +223,7 @@ Reassemble the tool calls of one streamed response.
     cdef bytes _gem_rep_env
     # The slot the last item_id (Responses) went to; cleared with _cache_slot.
     cdef bytes _item_key
-    cdef _Slot _item_slot
+    cdef Slot _item_slot
     cdef bint _in_place  # the framing is known and this twin frames it itself (SSE, NDJSON, event stream)
     cdef bint _nd  # … and it is NDJSON: one JSON document per line
     cdef bint _es  # … or the AWS event stream: the state of its framing follows
@@ -272,11 +254,10 @@ Reassemble the tool calls of one streamed response.
     cdef unsigned _env_have  # the turn's envelope fields already known (ChatTurn.have), as last read
     # The slot the last indexed fragment went to: a continuation of it needs no dict lookups.
     # Every _route clears it, since only _route changes which slot an index maps to.
-    cdef _Slot _cache_slot
-    cdef _ChoiceState _cache_cs
+    cdef Slot _cache_slot
+    cdef ChoiceState _cache_cs
     cdef int64_t _cache_choice
     cdef int64_t _cache_index
-    cdef Py_ssize_t _wholes  # calls that arrived whole as text: each is keyed -1, -2, … (no protocol index is)
     # Anthropic: the index of the block whose text (0) and thinking (1) deltas the fast path may take, or -1;
     # set only when the block starts on the fast path, cleared by any event that takes another way
     cdef int64_t _anth_open[2]
@@ -288,10 +269,8 @@ Reassemble the tool calls of one streamed response.
         self._gem_rep_tail = -1
 
     def __init__(self, format="auto", limits=None):
-        self._state = StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format))
-        (self._max_call, self._max_stream, self._max_calls, self._max_choices,
-         self._max_event, self._state.error_limit) = _DEFAULT_NUMBERS if limits is None else as_numbers(limits)
-        self._state.event_limit = self._max_event
+        self._start(StreamState(format if format in _KNOWN_FORMATS else _dispatch.check_format(format)),
+                    _DEFAULT_NUMBERS if limits is None else as_numbers(limits))
         self._halted_at = -1
         self._es_skipped = -1
         self._anth_open[0] = self._anth_open[1] = -1
@@ -301,10 +280,6 @@ Reassemble the tool calls of one streamed response.
         framing = self._state.framing
         self._in_place = framing == _SSE or framing == _NDJSON  # known from the format, and framed here
         self._nd = framing == _NDJSON
-        self._slots = []
-        self._done = []
-        self._choices = {}
-        self._texts = {}
         self._tail = bytearray()
         self._event_name = None
 
@@ -758,30 +733,6 @@ Reassemble the tool calls of one streamed response.
         self.cut_open()
         return 0
 
-    def cut_open(self):
-        """Cut every call still open and every text: the event just dropped may have held a piece of them."""
-        cdef _Slot slot
-        cdef _Text t
-        for slot in self._slots:
-            if not slot.over:
-                # A call built whole already stays whole, unless a piece of it comes after all
-                # (_append); one built broken (at [DONE], say) may have had its rest in the event.
-                slot.over = _CUT_EVENT_BYTES
-                if slot.call is not None and slot.call.error is not None:
-                    slot.call_nfrags = -1
-                slot.pending = 0  # a surrogate pending at the cut is cut with it
-        for choice, call_id, name in _gemini.take_open(self._state):  # Vertex AI calls built from partialArgs
-            self._wholes -= 1
-            slot = self._route(choice, self._wholes, call_id, name)
-            if slot is not None:
-                slot.over = _CUT_EVENT_BYTES
-        self._dropped = True
-        for texts in self._texts.values():
-            for t in texts:
-                if t is not None:
-                    t.cut = True
-                    t.pending = 0
-
     cdef inline const unsigned char *_line_end(self, const unsigned char *p, const unsigned char *end):
         """Return where the line starting at p ends (its CR or LF), or NULL when it does not end here.
 
@@ -1069,7 +1020,7 @@ Reassemble the tool calls of one streamed response.
         cdef cs_val usage
         cdef int i, j
         cdef object number
-        cdef _Slot slot
+        cdef Slot slot
         for i in range(c.n_choices):
             ch = &c.choices[i]
             number = ch.index
@@ -1089,7 +1040,7 @@ Reassemble the tool calls of one streamed response.
                     self._cache_cs.latest = slot
                 else:
                     slot = self._route(number, f.index if f.has_index else None, _span_str(&f.id),
-                                       _span_str(&f.name))
+                                       _span_str(&f.name), False)
                     if slot is None:
                         continue  # over a limit on calls or choices: recorded, fragment dropped
                     if f.has_index:
@@ -1108,10 +1059,10 @@ Reassemble the tool calls of one streamed response.
             self._raw_usage(&usage)
         return 0
 
-    cdef _Slot _known_slot(self, int64_t index):
+    cdef Slot _known_slot(self, int64_t index):
         """Return choice 0's call at index when it already has arguments (so the adapter has seen it), else None."""
-        cdef _ChoiceState cs
-        cdef _Slot slot
+        cdef ChoiceState cs
+        cdef Slot slot
         if self._cache_slot is not None and self._cache_choice == 0 and self._cache_index == index:
             slot = self._cache_slot
             cs = self._cache_cs
@@ -1135,7 +1086,7 @@ Reassemble the tool calls of one streamed response.
     cdef int _append_item(self, const cs_val *item, const cs_val *arguments) except -1:
         """Append an argument string to the Responses call item_id names if the adapter has seen it; 0 if not."""
         cdef cs_span span
-        cdef _Slot slot = self._item(item)
+        cdef Slot slot = self._item(item)
         if slot is None:
             return 0
         if arguments.n:
@@ -1146,7 +1097,7 @@ Reassemble the tool calls of one streamed response.
     cdef int _append_known(self, int64_t index, const cs_val *arguments) except -1:
         """Append an argument string to choice 0's call at index if the adapter has seen it; 0 if not."""
         cdef cs_span span
-        cdef _Slot slot = self._known_slot(index)
+        cdef Slot slot = self._known_slot(index)
         if slot is None:
             return 0
         if arguments.n:
@@ -1173,14 +1124,6 @@ Reassemble the tool calls of one streamed response.
             return _ollama_line(self, data, n)
         return 0
 
-    cdef int _complete_all(self) except -1:
-        """Hand over every call not yet handed over (what complete(None, None) does)."""
-        cdef _Slot slot
-        for slot in self._slots:
-            if slot.call is None:
-                self._done.append(self._settle(slot, False))
-        return 0
-
     cdef int _raw_usage(self, const cs_val *v) except -1:
         """Keep a usage object as its JSON text (parsed once, when the result is built)."""
         usage = self._state.usage
@@ -1192,17 +1135,17 @@ Reassemble the tool calls of one streamed response.
         self._state.usage = RawJSON((<const char *>v.p)[:v.n])
         return 0
 
-    cdef int _complete_slot(self, _Slot slot) except -1:
+    cdef int _complete_slot(self, Slot slot) except -1:
         """Hand over one call the protocol just closed (what complete() does for one slot)."""
         if slot.call is None:
             self._done.append(self._settle(slot, False))
         return 0
 
-    cdef _Slot _item(self, const cs_val *key):
+    cdef Slot _item(self, const cs_val *key):
         """Return the call a Responses item_id names, when it already has arguments, else None."""
-        cdef _Slot slot
+        cdef Slot slot
         cdef object index
-        cdef _ChoiceState cs
+        cdef ChoiceState cs
         if (self._item_slot is not None and not key.has_esc and len(self._item_key) == key.n
                 and memcmp(<const char *>self._item_key, key.p, key.n) == 0):
             slot = self._item_slot
@@ -1221,10 +1164,10 @@ Reassemble the tool calls of one streamed response.
             self._item_slot = slot
         if not slot.nfrags:
             return None
-        (<_ChoiceState>self._choices[0]).latest = slot
+        (<ChoiceState>self._choices[0]).latest = slot
         return slot
 
-    cdef int _append_span(self, _Slot slot, const cs_span *s) except -1:
+    cdef int _append_span(self, Slot slot, const cs_span *s) except -1:
         """Append a scanned argument string to its slot, as _append does for bytes."""
         cdef bytearray buf
         cdef Py_ssize_t size
@@ -1266,7 +1209,7 @@ Reassemble the tool calls of one streamed response.
         return 0
 
     cdef int _text_span(self, object number, int which, const cs_span *s) except -1:
-        cdef _Text t = self._text_buf(number, which)
+        cdef Text t = self._text_buf(number, which)
         cdef Py_ssize_t size
         if t is None:
             return 0
@@ -1282,21 +1225,6 @@ Reassemble the tool calls of one streamed response.
             return 0
         self._kept += PyByteArray_GET_SIZE(t.buf) - size
         return 0
-
-    cdef _Text _text_buf(self, object number, int which):
-        cdef list texts = self._texts.get(number)
-        if texts is None:
-            if not self._choice_fits(number):
-                return None
-            texts = self._texts[number] = [None, None, None]
-        t = texts[which]
-        if t is None:
-            if self._dropped:
-                return None  # an event was dropped before this text began: it may have held its start
-            t = texts[which] = _Text()
-        elif (<_Text>t).cut:
-            return None
-        return <_Text>t
 
     # ---------------------------------------------------------------- chunks and fragments
 
@@ -1317,68 +1245,18 @@ Reassemble the tool calls of one streamed response.
         self._done = []
         return done
 
-    def add(self, index, *, id=None, name=None, arguments=None, choice=0):
-        """Add one fragment of a call: the primitive the other ways in are built on."""
-        if self._result is not None:
-            raise finalized("add")
-        if index is not None and type(index) is not int:
-            raise TypeError(f"index must be an int or None, not {type(index).__name__}")
-        if type(choice) is not int:
-            raise TypeError(f"choice must be an int, not {type(choice).__name__}")
-        if id is not None and type(id) is not str and type(id) is not int:
-            raise TypeError(f"id must be a str, an int or None, not {type(id).__name__}")
-        if name is not None and type(name) is not str:
-            raise TypeError(f"name must be a str or None, not {type(name).__name__}")
-        self.fragment(choice, index, id, name, arguments)
-
-    def fragment(self, choice, index, call_id, name, arguments):
-        """Route one fragment to its slot (the quirk rules live here) and append its arguments."""
-        cdef _Slot slot = self._route(choice, index, call_id, name)
-        cdef bint joined
-        if slot is None or arguments is None or (type(arguments) is str and not arguments):
-            return
-        data, slot.pending, bits, problem = argument_bytes(arguments, slot.pending)
-        slot.quirks |= bits
-        if problem is not None:
-            self._state.error("unexpected shape", problem, None)
-            return
-        self._append(slot, data)
-
-    def custom_fragment(self, choice, index, call_id, name, text):
-        """Route one fragment of a custom (free-form) tool call; its input text is appended as sent."""
-        cdef _Slot slot = self._route(choice, index, call_id, name)
-        if slot is None:
-            return  # over a limit: recorded, and the fragment dropped
-        slot.custom = True
-        if text:
-            data, slot.pending, bits, _ = argument_bytes(text, slot.pending)  # text: always a str
-            slot.quirks |= bits
-            self._append(slot, data)
-
-    def whole(self, choice, call_id, name, arguments):
-        """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
-
-        arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
-        its compact JSON again.
-        """
-        self._take_whole(choice, call_id, name, arguments)
-
     cdef int _take_whole(self, object choice, object call_id, object name, object arguments,
                          bytes sent=None) except -1:
-        """whole(); sent: the arguments' text as the reader found it (no string), when it did."""
-        cdef _Slot slot
+        """whole(), for a fast reader; sent: the arguments' text as it found it (no string), when it did."""
+        cdef Slot slot
         cdef _SentArguments kept
-        if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
-            self._wholes -= 1  # the text goes the way of fragments, under an index of its own
-            key = self._wholes
-            self.fragment(choice, key, call_id, name, arguments)
-            self.complete(choice, key)
+        if sent is None or type(arguments) is not dict:
+            self.whole(choice, call_id, name, arguments)
             return 0
         slot = self._route(choice, None, call_id, name, True)
         if slot is None:
             return 0  # over a limit: recorded, and the call dropped
-        if (sent is not None and type(arguments) is dict and not slot.quirks
-                and _GROWTH * len(sent) <= self._max_call
+        if (not slot.quirks and _GROWTH * len(sent) <= self._max_call
                 and self._kept + self._lazy_bound + _GROWTH * len(sent) <= self._max_stream):
             # No limit can be reached by it: keep the text as sent, and re-encode it only if asked.
             slot.parsed = arguments
@@ -1393,347 +1271,20 @@ Reassemble the tool calls of one streamed response.
             self._lazy_bound += _GROWTH * len(sent)
             self._done.append(slot.call)
             return 0
-        data = _compacted_text(sent) if sent is not None else None
-        try:
-            if data is None:
-                data = compact_json(arguments)
-        except TypeError as exc:
-            self._state.error("unexpected shape", f"arguments are not JSON: {exc}", None)
-        else:
-            self._append(slot, data)
-            if slot.nfrags == 1:
-                slot.parsed = arguments
-                if slot.call is None and not slot.quirks and type(arguments) is dict:
-                    # What _settle and make_call give for it, without the copy and the calls.
-                    slot.call = ToolCall(slot.id, slot.name, slot.choice, slot.position, arguments, data)
-                    slot.call_nfrags = 1
-                    self._done.append(slot.call)
-                    return 0
-        if slot.call is None:
-            self._done.append(self._settle(slot, False))
+        self._whole_value(slot, arguments, _compacted_text(sent))
         return 0
 
-    cdef _Slot _route(self, object choice, object index, object call_id, object name, bint whole=False):
-        """Find or start the slot a fragment belongs to, and take its id and name (the quirk rules).
+    # ---------------------------------------------------------------- what this twin adds to the slot rules
 
-        whole: a call that came whole, under a fresh index no fragment ever names: it gets a slot of its own.
-        """
-        cdef int quirks = 0
-        cdef _ChoiceState cs
-        cdef _Slot slot
+    cdef Slot _route(self, object choice, object index, object call_id, object name, bint whole):
+        """SlotBook._route, forgetting the fast paths' cached slots: a new call may take an index's place."""
         self._cache_slot = None
         self._item_slot = None
-        if call_id is not None and type(call_id) is not str:
-            call_id = str(call_id)
-            quirks |= _Q_INTEGER_ID
-        if call_id is not None and not call_id:
-            call_id = None
-        if name is not None and not name:
-            name = None
-            quirks |= _Q_EMPTY_NAME
-        cs = self._choices.get(choice)
-        if cs is None:
-            if not self._choice_fits(choice):
-                return None
-            cs = _ChoiceState()
-            self._choices[choice] = cs
-        if whole:
-            slot = self._new_slot(cs, choice, name)
-            if slot is None:
-                return _refused(cs, None)
-        elif index is None:
-            quirks |= _Q_MISSING_INDEX
-            slot = cs.latest
-            if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
-                    name is not None and slot.name is not None and name != slot.name and slot.nfrags):
-                slot = self._new_slot(cs, choice, name)
-                if slot is None:
-                    return _refused(cs, None)
-        else:
-            slot = cs.by_index.get(index)
-            if slot is None:
-                slot = self._new_slot(cs, choice, name)
-                if slot is None:
-                    return _refused(cs, None)
-                cs.by_index[index] = slot
-            elif call_id is not None and slot.id is not None and call_id != slot.id:
-                if name is not None or _complete(slot):
-                    slot = self._new_slot(cs, choice, name)
-                    if slot is None:
-                        return _refused(cs, index)
-                    cs.by_index[index] = slot
-                    quirks |= _Q_NEW_CALL_SAME_INDEX
-                else:
-                    quirks |= _Q_CHANGING_ID
-                    call_id = None
-            elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
-                slot = self._new_slot(cs, choice, name)
-                if slot is None:
-                    return _refused(cs, index)
-                cs.by_index[index] = slot
-                quirks |= _Q_NEW_CALL_SAME_INDEX
-        cs.latest = slot
-        if call_id is not None:
-            if slot.id is None:
-                slot.id = call_id
-                slot.call_nfrags = -1  # a call built already is built again, with it
-            elif slot.id == call_id:
-                quirks |= _Q_RESENT_ID
-        if name is not None:
-            if slot.name is None:
-                slot.name = name
-                slot.call_nfrags = -1  # a call built already is built again, with it
-            elif slot.name == name:
-                quirks |= _Q_RESENT_NAME
-            else:
-                quirks |= _Q_NAME_CHANGED
-        slot.quirks |= quirks
-        return slot
+        return SlotBook._route(self, choice, index, call_id, name, whole)
 
-    cdef _Slot _new_slot(self, _ChoiceState cs, object choice, object name):
-        cdef _Slot slot
-        if len(self._slots) >= self._max_calls:
-            self._cap("calls")
-            return None
-        slot = _Slot.__new__(_Slot)
-        if self._dropped:
-            if name is None:
-                # A call starting without its name after a dropped event: its start was in it. Keep none of it.
-                slot.over = _CUT_EVENT_BYTES
-            else:
-                slot.late = True
-        slot.choice = choice
-        slot.seq = len(self._slots)
-        slot.position = cs.count
-        cs.count += 1
-        self._slots.append(slot)
-        return slot
-
-    cdef int _append(self, _Slot slot, bytes data) except -1:
-        """Append one fragment's bytes, tracking whether the fragments are cumulative, within the limits."""
-        cdef Py_ssize_t n = len(data)
-        cdef bytearray buf
-        cdef Py_ssize_t size
-        cdef Py_ssize_t grow
-        cdef object cumulative = slot.cumulative
-        cdef bint continues
-        cdef bytes prefix = b""
-        if not n:
-            return 0
-        if slot.over:
-            slot.call_nfrags = -1  # a piece past the cut: a call built before it is built again, as cut
-            return 0
-        if slot.shared:
-            _unshare(slot)
-        buf = slot.buf
-        size = PyByteArray_GET_SIZE(buf)
-        # Once two fragments have grown the text, one that repeats it all still fits cumulative
-        # sending (the complete text resent at the end); a second fragment equal to the first does not.
-        continues = slot.nfrags == 0 or (cumulative is not None and (
-            n > size or (n == size and len(cumulative) > 1)) and data.startswith(buf))
-        if continues:
-            grow = n - size
-        elif cumulative is not None and len(cumulative) > 1:
-            prefix = b"".join([buf[:k] for k in cumulative[:len(cumulative) - 1]])  # the text as sent, rebuilt
-            grow = len(prefix) + n
-        else:
-            grow = n
-        if size + grow > self._max_call:
-            self._cut(slot, _CUT_CALL_BYTES)
-            return 0
-        if self._stream_over(grow):
-            self._cut(slot, _CUT_STREAM_BYTES)
-            return 0
-        self._kept += grow
-        if continues:
-            if slot.nfrags == 0:
-                slot.cumulative = [n]
-                buf += data
-            else:
-                cumulative.append(n)
-                buf[:] = data
-        else:
-            if prefix:
-                buf[0:0] = prefix
-            slot.cumulative = None
-            slot.last_start = PyByteArray_GET_SIZE(buf)
-            buf += data
-        slot.nfrags += 1
-        return 0
-
-    cdef int _stream_over(self, Py_ssize_t grow) except -1:
-        """Tell whether grow more bytes would pass Limits.stream_bytes, counting every call exactly."""
-        if self._kept + self._lazy_bound + grow <= self._max_stream:
-            return 0
-        if self._lazy is not None:
-            # Near the limit: count what the calls kept as sent take once re-encoded, as the other twin does.
-            for call in self._lazy:
-                self._kept += len((<str>call.raw_arguments).encode())
-            self._lazy = None
-            self._lazy_bound = 0
-        return self._kept + grow > self._max_stream
-
-    cdef int _cut(self, _Slot slot, int limit) except -1:
-        """Cut a call at a limit (a CUT_* code): nothing more of it is kept, and it reads as truncated."""
-        slot.over = limit
-        slot.call_nfrags = -1  # a call built already (handed over whole) is built again, as cut
-        if limit == _CUT_CALL_BYTES:
-            call_cut(self._state, self._max_call, slot.id, slot.name)
-        else:
-            self._budget_spent()
-        return 0
-
-    cdef int _budget_spent(self) except -1:
-        if not self._full:
-            self._full = True
-            stream_full(self._state, self._max_stream)
-        return 0
-
-    cdef bint _choice_fits(self, object choice) except -1:
-        """Tell whether a choice new to the calls or the texts fits Limits.choices, both counted together."""
-        if choice in self._choices or choice in self._texts:
-            return True
-        if self._nchoices >= self._max_choices:
-            self._cap("choices")
-            return False
-        self._nchoices += 1
-        return True
-
-    cdef int _cap(self, str name) except -1:
-        """Record, once, that a stream has more calls or choices than its limits allow."""
-        if self._capped is None:
-            self._capped = set()
-        if name not in self._capped:
-            self._capped.add(name)
-            too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices)
-        return 0
-
-    def text_piece(self, choice, int which, str text):
-        """Append message text (content, reasoning or refusal) of a choice."""
-        cdef _Text t = self._text_buf(choice, which)
-        cdef bint joined
-        if t is None:
-            return
-        if t.pending:
-            data, t.pending, joined = encode_fragment(text, t.pending)
-        else:
-            try:
-                data = text.encode("utf-8")
-            except UnicodeEncodeError:
-                data, t.pending, joined = encode_fragment(text, 0)
-        if self._stream_over(len(data)):
-            t.cut = True
-            t.pending = 0  # a surrogate pending at the cut is cut with it
-            self._budget_spent()
-            return
-        self._kept += len(data)
-        t.buf += data
-
-    def text_length(self, choice, int which):
-        """Return how many bytes of a choice's text are kept so far: where its next piece will start."""
-        cdef list texts = self._texts.get(choice)
-        if texts is None or texts[which] is None:
-            return 0
-        return len((<_Text>texts[which]).buf)
-
-    # ---------------------------------------------------------------- the end
-
-    def finalize(self, strict=False):
-        """Return the Result: every call parsed once; with strict=True raise the first error instead.
-
-        The stream ends here: a second call returns the same Result, and feed(), feed_chunk() or
-        add() after it raise RuntimeError.
-        """
-        if self._result is None:
-            self._result = self._build()
-        if strict:
-            raise_first_error(self._result)
-        return self._result
-
-    cdef object _build(self):
-        cdef _Slot s
-        self._end_of_stream()
-        if not self._state.recognised:
-            unrecognised(self._state, bool(self._slots or self._texts), self._fed)
-        if _zero_keys(self._choices) and _zero_keys(self._texts) and _zero_keys(self._state.finish_reasons):
-            # Plainly one choice, the common case: no (choice, seq, call) tuples to group.
-            return one_choice_result([self._settle(s, True) for s in self._slots], self._text_bytes(0), self._state)
-        texts = {choice: self._text_bytes(choice) for choice in self._texts}
-        return build_result([(s.choice, s.seq, self._settle(s, True)) for s in self._slots], texts, self._state)
-
-    cdef tuple _text_bytes(self, object choice):
-        """Return a choice's (content, reasoning, refusal) as bytes or None (None for no text at all)."""
-        cdef _Text t
-        parts = self._texts.get(choice)
-        if parts is None:
-            return None
-        out = []
-        for t in parts:
-            if t is None:
-                out.append(None)
-                continue
-            if t.pending:
-                t.buf += escape_surrogate(t.pending).encode()
-                t.pending = 0
-            out.append(t.buf)
-        return tuple(out)
-
-    cdef object _settle(self, _Slot slot, bint final):
-        """Return the slot's finished call, built once (again only if fragments, an id or a name came after it)."""
-        if slot.pending:  # a high surrogate never joined: keep its escape text
-            self._append(slot, escape_surrogate(slot.pending).encode())
-            slot.pending = 0
-        if slot.call is None or slot.call_nfrags != slot.nfrags:
-            # Built again when a later fragment brought arguments, an id or a name (_route), even with no
-            # arguments kept (an empty piece, or one a limit cut). The call takes the buffer itself, not a copy (a call can
-            # be as big as Limits.call_bytes); before the end it may still grow: then it is copied first.
-            cumulative = slot.cumulative if final or slot.cumulative is None else list(slot.cumulative)
-            slot.call = make_call(slot.choice, slot.position, slot.id, slot.name, slot.buf, cumulative,
-                                  slot.last_start, slot.quirks, slot.over, slot.parsed if slot.nfrags == 1 else None,
-                                  slot.custom, _buf_long_run(slot.buf), slot.late)
-            slot.call_nfrags = slot.nfrags
-            slot.shared = not final
-        return slot.call
-
-    def complete(self, choice, index):
-        """Hand over the calls the protocol just closed: one (choice, index), a whole choice, or all."""
-        cdef _Slot slot
-        cdef _ChoiceState cs
-        if choice is None:
-            self._complete_all()
-            return
-        else:
-            cs = self._choices.get(choice)
-            if cs is None:
-                return
-            if index is not None:
-                found = cs.by_index.get(index)
-                slots = [found] if found is not None else []
-            else:
-                slots = [s for s in self._slots if (<_Slot>s).choice == choice]
-        for slot in slots:
-            if slot.call is None:
-                self._done.append(self._settle(slot, False))
-
-
-cdef int _unshare(_Slot slot) except -1:
-    """Give the slot a buffer of its own before it changes: the call handed over keeps the one it has."""
-    slot.buf = bytearray(slot.buf)
-    slot.shared = False
-    return 0
-
-
-cdef _Slot _refused(_ChoiceState cs, object index):
-    """Forget the call a refused new one would have replaced: no fragment meant for the new one goes to it."""
-    cs.latest = None
-    if index is not None:
-        del cs.by_index[index]
-    return None
-
-
-cdef bint _complete(_Slot slot):
-    """Tell whether a slot's arguments already form a complete JSON value."""
-    return PyByteArray_GET_SIZE(slot.buf) > 0 and parses(slot.buf)
+    cdef object _long_run(self, bytearray buf):
+        """Scan buf for a digit run too long for a float, in C (make_call need not look again)."""
+        return _buf_long_run(buf)
 
 
 include "_c/fast_anthropic.pxi"

@@ -163,7 +163,7 @@ cdef Py_ssize_t _anthropic_text_len(Accumulator acc, int which) except -1:
     cdef list texts = acc._texts.get(0)
     if texts is None or texts[which] is None:
         return 0
-    return len((<_Text>texts[which]).buf)
+    return len((<Text>texts[which]).buf)
 
 
 cdef object _anthropic_turn(object state):

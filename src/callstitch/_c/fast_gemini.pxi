@@ -421,9 +421,9 @@ cdef int _gemini_log(Accumulator acc, int kind, object choice, object a, object 
     cdef Py_ssize_t length0 = 0, length1 = 0
     if texts is not None:
         if texts[0] is not None:
-            length0 = PyByteArray_GET_SIZE((<_Text>texts[0]).buf)
+            length0 = PyByteArray_GET_SIZE((<Text>texts[0]).buf)
         if texts[1] is not None:
-            length1 = PyByteArray_GET_SIZE((<_Text>texts[1]).buf)
+            length1 = PyByteArray_GET_SIZE((<Text>texts[1]).buf)
     acc._gem_log.append((kind, choice, length0, length1, a, b))
     acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
     acc._gem_run = run

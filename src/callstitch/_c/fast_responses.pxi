@@ -18,13 +18,13 @@ cdef Py_ssize_t _responses_text_len(Accumulator acc, int which):
     cdef list texts = acc._texts.get(0)
     if texts is None or texts[which] is None:
         return 0
-    return len((<_Text>texts[which]).buf)
+    return len((<Text>texts[which]).buf)
 
 
 cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply an OpenAI Responses event in place as _responses.handle does; 0 sends it the general way."""
     cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
-    cdef _Slot slot
+    cdef Slot slot
     cdef cs_span span
     cdef object turn
     if _responses_delta(data, n, &v[1], &v[2]):

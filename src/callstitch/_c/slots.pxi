@@ -1,5 +1,5 @@
-# Included by _accumulator_c.pyx: a call's slot, a choice's slots, a text's buffer, and writing
-# scanned strings into them.
+# Included by _accumulator_c.pyx: writing scanned strings into slots and texts (their classes are
+# in _slots.py, shared with the pure twin), and a whole call's arguments kept as sent.
 
 cdef class _SentArguments:
     """A whole call's arguments as the stream sent them: ToolCall.raw_arguments re-encodes them when asked."""
@@ -11,52 +11,6 @@ cdef class _SentArguments:
             raise TypeError("no arguments text: only the accumulator makes these")
         data = _compacted_text(self.text)
         return compact_json(_loads_exact(self.text)) if data is None else data
-
-
-cdef class _Slot:
-    """One call being received: id, name and its argument bytes."""
-    cdef object choice
-    cdef Py_ssize_t seq
-    cdef Py_ssize_t position
-    cdef object id
-    cdef object name
-    cdef bytearray buf
-    cdef Py_ssize_t last_start
-    cdef Py_ssize_t nfrags
-    cdef object cumulative
-    cdef int pending
-    cdef int quirks
-    cdef object call  # built when the protocol closed the call
-    cdef Py_ssize_t call_nfrags
-    cdef int over  # the limit (a CUT_* code) its arguments reached: the rest is dropped
-    cdef bint shared  # a call handed over holds buf: copy it before it changes (_unshare)
-    cdef object parsed  # the arguments as a value, when the call arrived whole with them parsed
-    cdef bint custom  # an OpenAI custom tool call: its input text is the arguments, never parsed
-    cdef bint late  # first seen after a dropped event (Limits.event_bytes), which may have held its start
-
-    def __cinit__(self):
-        self.buf = PyByteArray_FromStringAndSize(NULL, 0)  # the other fields start as None and 0
-
-
-cdef class _ChoiceState:
-    """The calls of one choice: by index, and the latest one."""
-    cdef dict by_index
-    cdef _Slot latest
-    cdef Py_ssize_t count
-
-    def __cinit__(self):
-        self.by_index = {}
-        self.latest = None
-
-
-cdef class _Text:
-    """A choice's message text (content, reasoning, refusal) being received."""
-    cdef bytearray buf
-    cdef int pending
-    cdef bint cut  # Limits.stream_bytes cut it: text after the cut would leave a hole
-
-    def __cinit__(self):
-        self.buf = bytearray()
 
 
 cdef inline int _grow(bytearray buf, Py_ssize_t extra) except -1:
