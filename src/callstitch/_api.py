@@ -11,7 +11,7 @@ from ._results import Result
 
 def _reassemble_with(accumulator_class: Any, body: bytes | bytearray | memoryview | str, format: str,
                      strict: bool, limits: Limits | None) -> Result:
-    acc = accumulator_class(format=format, limits=limits)
+    acc = accumulator_class(format, limits)
     acc.feed(body)
     return acc.finalize(strict=strict)  # type: ignore[no-any-return]
 
@@ -23,7 +23,7 @@ def reassemble(body: bytes | bytearray | memoryview | str, format: str = "auto",
     ``format`` names the wire format, or "auto" (the default) detects it; ``strict=True``
     raises the first error instead of reporting it; ``limits`` bound what the stream may hold.
     """
-    acc = Accumulator(format=format, limits=limits)  # not through _reassemble_with: one call less a body
+    acc = Accumulator(format, limits)  # positional: a keyword call builds a dict; not through _reassemble_with: a call less
     acc.feed(body)
     return acc.finalize(strict=strict)  # type: ignore[no-any-return]
 

@@ -103,6 +103,8 @@ cdef class SlotBook:
     cdef object _build(self)
 
 
+@cython.locals(slot=Slot)
+cdef Slot new_slot(object choice, Py_ssize_t seq, Py_ssize_t position)
 cdef _unshare(Slot slot)
 cdef Slot _refused(ChoiceState cs, object index)
 cdef bint _complete(Slot slot) except -1

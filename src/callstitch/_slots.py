@@ -24,36 +24,43 @@ from ._results import Result, ToolCall
 from ._state import finalized
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 
-__all__ = ["ChoiceState", "Slot", "SlotBook", "Text"]
+__all__ = ["ChoiceState", "Slot", "SlotBook", "Text", "new_slot"]
 
 
 class Slot:
-    """One call being received: id, name and its argument bytes."""
+    """One call being received: id, name and its argument bytes (new_slot makes one)."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
                  "pending", "quirks", "call", "call_nfrags", "over", "shared", "parsed", "custom", "late")
 
-    def __init__(self, choice: Any, seq: int, position: int) -> None:
-        self.choice = choice
-        self.seq = seq
-        self.position = position
-        self.id = None
-        self.name = None
-        self.buf = bytearray()
-        self.last_start = 0  # where the latest fragment starts in buf
-        self.nfrags = 0
-        # Lengths of the fragments while each began with the one before (cumulative arguments);
-        # while this holds, buf keeps only the latest fragment. None once it stops holding.
-        self.cumulative = None
-        self.pending = 0  # a high surrogate waiting for its low half
-        self.quirks = 0
-        self.call = None  # built when the protocol closed the call
-        self.call_nfrags = 0
-        self.over = 0  # the limit (a CUT_* code) its arguments reached: the rest is dropped
-        self.shared = False  # a call handed over holds buf: copy it before it changes (_unshare)
-        self.parsed = None  # the arguments as a value, when the call arrived whole with them parsed
-        self.custom = False  # an OpenAI custom tool call: its input text is the arguments, never parsed
-        self.late = False  # first seen after a dropped event (Limits.event_bytes), which may have held its start
+
+def new_slot(choice: Any, seq: int, position: int) -> Slot:
+    """Return an empty slot: the seq-th call of the stream, the position-th of its choice.
+
+    A function, not Slot.__init__: compiled, it fills the fields in C, without a call through the type.
+    """
+    slot = Slot.__new__(Slot)
+    slot.choice = choice
+    slot.seq = seq
+    slot.position = position
+    slot.id = None
+    slot.name = None
+    slot.buf = bytearray()
+    slot.last_start = 0  # where the latest fragment starts in buf
+    slot.nfrags = 0
+    # Lengths of the fragments while each began with the one before (cumulative arguments);
+    # while this holds, buf keeps only the latest fragment. None once it stops holding.
+    slot.cumulative = None
+    slot.pending = 0  # a high surrogate waiting for its low half
+    slot.quirks = 0
+    slot.call = None  # built when the protocol closed the call
+    slot.call_nfrags = 0
+    slot.over = 0  # the limit (a CUT_* code) its arguments reached: the rest is dropped
+    slot.shared = False  # a call handed over holds buf: copy it before it changes (_unshare)
+    slot.parsed = None  # the arguments as a value, when the call arrived whole with them parsed
+    slot.custom = False  # an OpenAI custom tool call: its input text is the arguments, never parsed
+    slot.late = False  # first seen after a dropped event (Limits.event_bytes), which may have held its start
+    return slot
 
 
 class ChoiceState:
@@ -284,7 +291,7 @@ class SlotBook:
         if len(self._slots) >= self._max_calls:
             self._cap("calls")
             return None
-        slot = Slot(choice, len(self._slots), cs.count)
+        slot = new_slot(choice, len(self._slots), cs.count)
         if self._dropped:
             if name is None:
                 # A call starting without its name after a dropped event: its start was in it. Keep none of it.

@@ -232,7 +232,7 @@ def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None,
 
 def _reassembled(data: Any, kind: str, format: str, limits: Limits | None) -> Any:
     """Return the Result of one body: raw bytes, or its chunks (a list, or JSON text of one)."""
-    acc = Accumulator(format=format, limits=limits)
+    acc = Accumulator(format, limits)
     if kind == _RAW:
         acc.feed(data)
     else:

@@ -59,7 +59,7 @@ def read_har(task: Task, reader: Any, out: Collector) -> None:
         else:
             body = text.encode("utf-8", "surrogatepass")
         out.nbytes += len(body)
-        acc = settings.Accumulator(format=fmt, limits=out.limits)
+        acc = settings.Accumulator(fmt, out.limits)
         acc.feed(body)
         out.result(i, acc.finalize(), 0)
     out.span = len(entries)

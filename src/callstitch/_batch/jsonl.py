@@ -136,7 +136,7 @@ def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fm
             out.hint = f" (a body is at {path!r}: --field {path}?)" if path else ""
         out.problem(line_no, offset, "no body", f"the line has no {'.'.join(field)!r}{out.hint or ''}")
         return
-    acc = settings.Accumulator(format=fmt, limits=out.limits)
+    acc = settings.Accumulator(fmt, out.limits)
     try:
         if type(body) is str:
             acc.feed(body.encode("utf-8", "surrogatepass"))

@@ -112,7 +112,7 @@ def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo
             for cut in inner + [c - lo]:
                 m = CONTENT.search(buf, lo + p, lo + cut)
                 if m is not None:
-                    one = settings.Accumulator(format=fmt, limits=out.limits)
+                    one = settings.Accumulator(fmt, out.limits)
                     one.feed(buf[m.start():lo + cut])
                     out.result(stream + emitted, one.finalize(), base + m.start())
                     emitted += 1
@@ -160,7 +160,7 @@ class _Cuts:
         return self._tail
 
     def start(self) -> Any:
-        return settings.Accumulator(format=self._fmt, limits=self._limits)
+        return settings.Accumulator(self._fmt, self._limits)
 
     def feed(self, acc: Any, mv: memoryview, p: int, safe: int, fresh: bool) -> tuple[int, bool]:
         """Feed acc from p up to its response's cut, or to safe; return (where it stopped, whether it ended)."""
@@ -213,7 +213,7 @@ class _Halts:
         return b""
 
     def start(self) -> Any:
-        acc = settings.Accumulator(format=self._fmt, limits=self._limits)
+        acc = settings.Accumulator(self._fmt, self._limits)
         acc.halt_at_end()
         return acc
 
