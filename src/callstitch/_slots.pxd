@@ -71,6 +71,8 @@ cdef class SlotBook:
     @cython.locals(quirks=int, cs=ChoiceState, slot=Slot)
     cdef Slot _route(self, object choice, object index, object call_id, object name, bint whole)
     @cython.locals(slot=Slot)
+    cdef Slot _find_slot(self, ChoiceState cs, object choice, object index, object call_id, object name, bint whole)
+    @cython.locals(slot=Slot)
     cdef Slot _new_slot(self, ChoiceState cs, object choice, object name)
 
     @cython.locals(n=Py_ssize_t, buf=bytearray, size=Py_ssize_t, grow=Py_ssize_t, cumulative=list,

@@ -233,41 +233,9 @@ class SlotBook:
                 return None
             cs = ChoiceState()
             self._choices[choice] = cs
-        if whole:
-            slot = self._new_slot(cs, choice, name)
-            if slot is None:
-                return _refused(cs, None)
-        elif index is None:
-            quirks |= Q_MISSING_INDEX
-            slot = cs.latest
-            if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
-                    name is not None and slot.name is not None and name != slot.name and slot.nfrags):
-                slot = self._new_slot(cs, choice, name)
-                if slot is None:
-                    return _refused(cs, None)
-        else:
-            slot = cs.by_index.get(index)
-            if slot is None:
-                slot = self._new_slot(cs, choice, name)
-                if slot is None:
-                    return _refused(cs, None)
-                cs.by_index[index] = slot
-            elif call_id is not None and slot.id is not None and call_id != slot.id:
-                if name is not None or _complete(slot):
-                    slot = self._new_slot(cs, choice, name)
-                    if slot is None:
-                        return _refused(cs, index)
-                    cs.by_index[index] = slot
-                    quirks |= Q_NEW_CALL_SAME_INDEX
-                else:
-                    quirks |= Q_CHANGING_ID
-                    call_id = None
-            elif name is not None and slot.name is not None and name != slot.name and slot.nfrags:
-                slot = self._new_slot(cs, choice, name)
-                if slot is None:
-                    return _refused(cs, index)
-                cs.by_index[index] = slot
-                quirks |= Q_NEW_CALL_SAME_INDEX
+        slot = self._find_slot(cs, choice, index, call_id, name, whole)
+        if slot is None:
+            return None
         cs.latest = slot
         if call_id is not None:
             if slot.id is None:
@@ -275,6 +243,8 @@ class SlotBook:
                 slot.call_nfrags = -1  # a call built already is built again, with it
             elif slot.id == call_id:
                 quirks |= Q_RESENT_ID
+            else:  # the index kept its call (_find_slot): the id that changed under it is dropped
+                quirks |= Q_CHANGING_ID
         if name is not None:
             if slot.name is None:
                 slot.name = name
@@ -284,6 +254,45 @@ class SlotBook:
             else:
                 quirks |= Q_NAME_CHANGED
         slot.quirks |= quirks
+        return slot
+
+    def _find_slot(self, cs: ChoiceState, choice: Any, index: Any, call_id: Any, name: Any,
+                   whole: bool) -> Slot | None:
+        """Return the slot of a choice a fragment continues, or a new one when it starts another call.
+
+        Without an index, a fragment continues the latest call unless its id or name says otherwise.
+        Under a known index, a different id starts a new call only with a name or when the call's
+        arguments are already complete (else the id is taken to be changing); a different name
+        after arguments starts a new one. None when Limits.calls refuses the new one.
+        """
+        if whole:
+            slot = self._new_slot(cs, choice, name)
+            if slot is None:
+                return _refused(cs, None)
+            return slot
+        if index is None:
+            slot = cs.latest
+            if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
+                    name is not None and slot.name is not None and name != slot.name and slot.nfrags):
+                slot = self._new_slot(cs, choice, name)
+                if slot is None:
+                    return _refused(cs, None)
+            slot.quirks |= Q_MISSING_INDEX
+            return slot
+        slot = cs.by_index.get(index)
+        if slot is None:
+            slot = self._new_slot(cs, choice, name)
+            if slot is None:
+                return _refused(cs, None)
+            cs.by_index[index] = slot
+            return slot
+        if (call_id is not None and slot.id is not None and call_id != slot.id and (name is not None or _complete(slot))) or (
+                name is not None and slot.name is not None and name != slot.name and slot.nfrags):
+            slot = self._new_slot(cs, choice, name)
+            if slot is None:
+                return _refused(cs, index)
+            cs.by_index[index] = slot
+            slot.quirks |= Q_NEW_CALL_SAME_INDEX
         return slot
 
     def _new_slot(self, cs: ChoiceState, choice: Any, name: Any) -> Slot | None:

@@ -11,8 +11,6 @@ from typing import Any
 
 from .._turns import bedrock as _turn
 
-_EVENTS = frozenset(("messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop",
-                     "metadata"))
 
 
 def _unwrap(event: str | None, obj: Any) -> tuple[str | None, Any]:
@@ -50,72 +48,100 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     if type(body) is not dict:
         state.error("unexpected shape", "an event must be a JSON object", offset, obj)
         return
-    notes = state.notes
     turn = state.turn
     if turn is None:
         turn = state.turn = _turn.BedrockTurn()
-    if name == "contentBlockDelta":
-        index, delta = body.get("contentBlockIndex"), body.get("delta")
-        if type(index) is not int or type(delta) is not dict:
-            state.error("unexpected shape", "contentBlockDelta without an index and a delta", offset, obj)
-            return
-        tool = delta.get("toolUse")
-        if type(tool) is dict:
-            if index in notes.tools:
-                acc.fragment(0, index, None, None, tool.get("input"))
-            elif type(tool.get("input")) is str:  # a server tool's input: the turn keeps it
-                block = turn.block(index)
-                block.pieces = (block.pieces or []) + [tool["input"]]
-            return
-        text = delta.get("text")
-        if type(text) is str:
-            if turn.text_open != index:  # the first piece of a block's text: the turn notes where it starts
-                turn.attend(0, index, acc.text_length(0, 0))
-            acc.text_piece(0, 0, text)
-        reasoning = delta.get("reasoningContent")
-        if type(reasoning) is dict:
-            if type(reasoning.get("text")) is str:
-                if turn.reasoning_open != index:
-                    turn.attend(1, index, acc.text_length(0, 1))
-                acc.text_piece(0, 1, reasoning["text"])
-            if "signature" in reasoning or "redactedContent" in reasoning:
-                _turn.note_reasoning(turn.block(index), reasoning)
-        elif type(text) is not str:
-            _turn.note_other(turn.block(index), delta)
-    elif name == "contentBlockStart":
-        index, start = body.get("contentBlockIndex"), body.get("start")
-        tool = start.get("toolUse") if type(start) is dict else None
-        block = turn.block(index) if type(index) is int and type(start) is dict else None
-        if block is not None:
-            block.start = start
-        if block is not None and type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
-            notes.tools.add(index)
-            block.client = True
-            call_id, tool_name = tool.get("toolUseId"), tool.get("name")
-            acc.fragment(0, index, call_id if type(call_id) is str else None,
-                          tool_name if type(tool_name) is str else None, None)
-    elif name == "messageStop":
-        turn.stop.update(body)
-        reason = body.get("stopReason")
-        if type(reason) is str:
-            state.finish(0, reason)
-        else:
-            state.complete = True
-        acc.complete(None, None)
-    elif name == "contentBlockStop":
-        index = body.get("contentBlockIndex")
-        if type(index) is int:
-            if turn.text_open == index:
-                turn.attend(0, -1, acc.text_length(0, 0))
-            if turn.reasoning_open == index:
-                turn.attend(1, -1, acc.text_length(0, 1))
-        if type(index) is int and index in notes.tools:
-            acc.complete(0, index)
-    elif name == "metadata":
-        turn.metadata.update(body)
-        if body.get("usage") is not None:
-            state.usage = body["usage"]
-    elif name == "messageStart":
-        turn.role = body.get("role")
-    else:
+    apply = _APPLY.get(name) if type(name) is str else None
+    if apply is None:
         state.error("unexpected shape", f"unknown event {name!r}", offset, obj)
+        return
+    apply(acc, state, turn, body, offset, obj)
+
+
+def _block_delta(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+    """contentBlockDelta: a piece of a tool's input, of text or of reasoning."""
+    index, delta = body.get("contentBlockIndex"), body.get("delta")
+    if type(index) is not int or type(delta) is not dict:
+        state.error("unexpected shape", "contentBlockDelta without an index and a delta", offset, obj)
+        return
+    tool = delta.get("toolUse")
+    if type(tool) is dict:
+        if index in state.notes.tools:
+            acc.fragment(0, index, None, None, tool.get("input"))
+        elif type(tool.get("input")) is str:  # a server tool's input: the turn keeps it
+            block = turn.block(index)
+            block.pieces = (block.pieces or []) + [tool["input"]]
+        return
+    text = delta.get("text")
+    if type(text) is str:
+        if turn.text_open != index:  # the first piece of a block's text: the turn notes where it starts
+            turn.attend(0, index, acc.text_length(0, 0))
+        acc.text_piece(0, 0, text)
+    reasoning = delta.get("reasoningContent")
+    if type(reasoning) is dict:
+        if type(reasoning.get("text")) is str:
+            if turn.reasoning_open != index:
+                turn.attend(1, index, acc.text_length(0, 1))
+            acc.text_piece(0, 1, reasoning["text"])
+        if "signature" in reasoning or "redactedContent" in reasoning:
+            _turn.note_reasoning(turn.block(index), reasoning)
+    elif type(text) is not str:
+        _turn.note_other(turn.block(index), delta)
+
+
+def _block_start(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+    """contentBlockStart: a client tool's call begins with its id and name (the turn keeps every start)."""
+    index, start = body.get("contentBlockIndex"), body.get("start")
+    tool = start.get("toolUse") if type(start) is dict else None
+    block = turn.block(index) if type(index) is int and type(start) is dict else None
+    if block is not None:
+        block.start = start
+    if block is not None and type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
+        state.notes.tools.add(index)
+        block.client = True
+        call_id, tool_name = tool.get("toolUseId"), tool.get("name")
+        acc.fragment(0, index, call_id if type(call_id) is str else None,
+                     tool_name if type(tool_name) is str else None, None)
+
+
+def _block_stop(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+    """contentBlockStop: a block's text ends, a tool's call is complete."""
+    index = body.get("contentBlockIndex")
+    if type(index) is not int:
+        return
+    if turn.text_open == index:
+        turn.attend(0, -1, acc.text_length(0, 0))
+    if turn.reasoning_open == index:
+        turn.attend(1, -1, acc.text_length(0, 1))
+    if index in state.notes.tools:
+        acc.complete(0, index)
+
+
+def _message_stop(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+    """messageStop: the stop reason; every call is complete."""
+    turn.stop.update(body)
+    reason = body.get("stopReason")
+    if type(reason) is str:
+        state.finish(0, reason)
+    else:
+        state.complete = True
+    acc.complete(None, None)
+
+
+def _metadata(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+    """metadata: usage and metrics, for the turn."""
+    turn.metadata.update(body)
+    if body.get("usage") is not None:
+        state.usage = body["usage"]
+
+
+def _message_start(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+    """messageStart: the role."""
+    turn.role = body.get("role")
+
+
+# What each ConverseStream event does; any other name is reported as unknown.
+_APPLY = {"contentBlockDelta": _block_delta, "contentBlockStart": _block_start,
+          "contentBlockStop": _block_stop, "messageStop": _message_stop, "metadata": _metadata,
+          "messageStart": _message_start}
+_EVENTS = frozenset(_APPLY)  # the event names of the format (claims, _unwrap)

@@ -14,11 +14,6 @@ _LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
 # Content parts of output items: the turn notes where each one's text starts and ends in the choice's text.
 _PARTS = ("response.content_part.added", "response.content_part.done", "response.reasoning_summary_part.added",
           "response.reasoning_summary_part.done")
-# Every event type handle acts on; any other passes untouched (the compiled twin's fast path lets it pass).
-HANDLED_EVENTS = frozenset((*_TEXT, *_ENDS, *_LIFECYCLE, *_PARTS, "response.function_call_arguments.delta",
-                            "response.custom_tool_call_input.delta", "response.output_item.added",
-                            "response.output_item.done", "response.function_call_arguments.done",
-                            "response.custom_tool_call_input.done", "error"))
 
 
 def claims(event: str | None, obj: Any) -> bool:
@@ -44,62 +39,93 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     kind = obj.get("type")
     if type(kind) is not str:
         return  # like any event type it does not know (JSON values may be unhashable: no lookups)
-    if kind not in HANDLED_EVENTS:
-        return  # text done events, annotations …: nothing to apply (the done item and the response repeat them)
-    notes = state.notes
-    if kind == "response.function_call_arguments.delta" or kind == "response.custom_tool_call_input.delta":
-        # A custom tool call's input streams as function arguments do (its item says it is custom).
-        item, delta = obj.get("item_id"), obj.get("delta")
-        if type(item) is str and item in notes.calls and type(delta) is str:
-            if delta:  # an empty delta brings nothing: the done event's arguments still count
-                notes.streamed.add(item)
-            acc.fragment(0, state.key(item), None, None, delta)
-    elif kind in _TEXT:
-        delta = obj.get("delta")
-        if type(delta) is str:
-            acc.text_piece(0, _TEXT[kind], delta)
-    elif kind == "response.output_item.added" or kind == "response.output_item.done":
-        item = obj.get("item")
-        slot = None
-        if type(item) is dict and item.get("type") == "function_call":
-            slot = _item(acc, state, item, done=kind.endswith("done"))
-        elif type(item) is dict and item.get("type") == "custom_tool_call":
-            slot = _item(acc, state, item, done=kind.endswith("done"), custom=True, offset=offset)
-        # The turn keeps the event as the compiled twin does, read only when the turn is asked for.
-        turn = state.turn or keep_turn(state)
-        if kind.endswith("done"):
-            turn.done.append(obj)
-        else:
-            turn.added.append([obj, slot])
-    elif kind == "response.function_call_arguments.done" or kind == "response.custom_tool_call_input.done":
-        item = obj.get("item_id")
-        if type(item) is str and item in notes.calls:
-            sent = obj.get("arguments" if kind.endswith("arguments.done") else "input")
-            if kind.endswith("input.done") and sent is not None and type(sent) is not str:
-                state.error("unexpected shape", "custom tool call input is not a string", offset, obj)
-                sent = None
-            _arguments(acc, state, item, sent)
-            acc.complete(0, state.key(item))
-    elif kind in _PARTS:
-        keep_turn(state).part(acc, obj)
-    elif kind in _LIFECYCLE:
-        keep_turn(state).lifecycle = obj
-    elif kind in _ENDS:
-        response = obj.get("response")
-        keep_turn(state).end(obj, type(response) is dict and response.get("output") is not None)
-        if type(response) is dict:
-            if response.get("usage") is not None:
-                state.usage = response["usage"]
-            if kind == "response.failed" and response.get("error") is not None:
-                state.error("in-band error", error_text(response["error"]), offset, obj)
-            details = response.get("incomplete_details")
-            reason = details.get("reason") if type(details) is dict else None
-            state.finish(0, reason if type(reason) is str else response.get("status") or kind.split(".")[1])
-        else:
-            state.complete = True
-        acc.complete(None, None)
-    elif kind == "error":
-        state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
+    apply = _APPLY.get(kind)
+    if apply is not None:  # else text done events, annotations …: the done item and the response repeat them
+        apply(acc, state, kind, obj, offset)
+
+
+def _delta(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+    """A piece of a call's arguments (or of a custom tool call's input: its item says it is custom)."""
+    item, delta = obj.get("item_id"), obj.get("delta")
+    if type(item) is str and item in state.notes.calls and type(delta) is str:
+        if delta:  # an empty delta brings nothing: the done event's arguments still count
+            state.notes.streamed.add(item)
+        acc.fragment(0, state.key(item), None, None, delta)
+
+
+def _text(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+    """A piece of output text, reasoning or refusal."""
+    delta = obj.get("delta")
+    if type(delta) is str:
+        acc.text_piece(0, _TEXT[kind], delta)
+
+
+def _output_item(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+    """An output item added or done: a call's id and name, or its whole arguments; the turn keeps the event."""
+    item = obj.get("item")
+    done = kind.endswith("done")
+    slot = None
+    if type(item) is dict and item.get("type") == "function_call":
+        slot = _item(acc, state, item, done=done)
+    elif type(item) is dict and item.get("type") == "custom_tool_call":
+        slot = _item(acc, state, item, done=done, custom=True, offset=offset)
+    # The turn keeps the event as the compiled twin does, read only when the turn is asked for.
+    turn = state.turn or keep_turn(state)
+    if done:
+        turn.done.append(obj)
+    else:
+        turn.added.append([obj, slot])
+
+
+def _arguments_done(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+    """A call's arguments (or input) as a whole: checked against the pieces, and the call complete."""
+    item = obj.get("item_id")
+    if type(item) is str and item in state.notes.calls:
+        sent = obj.get("arguments" if kind.endswith("arguments.done") else "input")
+        if kind.endswith("input.done") and sent is not None and type(sent) is not str:
+            state.error("unexpected shape", "custom tool call input is not a string", offset, obj)
+            sent = None
+        _arguments(acc, state, item, sent)
+        acc.complete(0, state.key(item))
+
+
+def _part(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+    keep_turn(state).part(acc, obj)
+
+
+def _lifecycle(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+    keep_turn(state).lifecycle = obj
+
+
+def _end(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+    """The response completed, incomplete or failed: usage, the finish reason, every call complete."""
+    response = obj.get("response")
+    keep_turn(state).end(obj, type(response) is dict and response.get("output") is not None)
+    if type(response) is dict:
+        if response.get("usage") is not None:
+            state.usage = response["usage"]
+        if kind == "response.failed" and response.get("error") is not None:
+            state.error("in-band error", error_text(response["error"]), offset, obj)
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if type(details) is dict else None
+        state.finish(0, reason if type(reason) is str else response.get("status") or kind.split(".")[1])
+    else:
+        state.complete = True
+    acc.complete(None, None)
+
+
+def _error(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+    state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
+
+
+# What each event type does. Any other passes untouched, as the compiled twin's fast path lets it pass.
+_APPLY = {**dict.fromkeys(_TEXT, _text), **dict.fromkeys(_ENDS, _end), **dict.fromkeys(_LIFECYCLE, _lifecycle),
+          **dict.fromkeys(_PARTS, _part),
+          "response.function_call_arguments.delta": _delta, "response.custom_tool_call_input.delta": _delta,
+          "response.output_item.added": _output_item, "response.output_item.done": _output_item,
+          "response.function_call_arguments.done": _arguments_done,
+          "response.custom_tool_call_input.done": _arguments_done, "error": _error}
+HANDLED_EVENTS = frozenset(_APPLY)
 
 
 def keep_turn(state: Any) -> ResponsesTurn:
