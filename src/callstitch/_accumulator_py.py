@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orjson import JSONDecodeError as _JSONDecodeError
+from orjson import loads as _loads
 
 from ._formats import dispatch as _dispatch
 from ._wire import framing as _framing
@@ -149,6 +150,10 @@ class Accumulator(SlotBook):
         if b"\r" in buf or len(buf) > self._max_event:
             self._feed_lines(buf)
             return
+        self._feed_events(buf)
+
+    def _feed_events(self, buf: bytes) -> None:
+        """Frame LF-only SSE text that begins where the stream stands: one-line chat events read inline."""
         # Split where a blank line is followed by a data line: most events are one "data:" line, so
         # most pieces are an event's payload itself (the split took its "data: "), handled inline.
         pieces = buf.split(b"\n\ndata: ")
@@ -280,7 +285,8 @@ class Accumulator(SlotBook):
             _dispatch.handle_event(self, self._state, None, payload, offset)
             return
         try:
-            chunk = loads_exact(payload, long_run)
+            # loads_exact's test written out: no long digit run in the read (long_run False), no call to it
+            chunk = _loads(payload) if long_run is False else loads_exact(payload, long_run)
         except _JSONDecodeError:
             _dispatch.handle_event(self, self._state, None, payload, offset)
             return
