@@ -8,6 +8,7 @@ finalize, result types) is shared and lives in other modules.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from orjson import JSONDecodeError as _JSONDecodeError
@@ -31,6 +32,9 @@ __all__ = ["Accumulator"]
 
 _BOM = b"\xef\xbb\xbf"
 _WINDOW = 65536  # the most bytes of one read framed at once
+_NO_HEAD = b"\xff\xff"  # no payload starts so (JSON starts with "{"): no layout learnt yet
+_LAYOUT_TRIES = 4  # layouts learnt in a row that no chunk reused: then none more (a stream that varies)
+_STRING_BODY = re.compile(rb'(?:[^"\\]|\\.)*')  # a JSON string's text up to its closing quote
 
 
 class Accumulator(SlotBook):
@@ -60,6 +64,10 @@ class Accumulator(SlotBook):
         self._halted_at = -1      # where in the last fed data that happened
         self._fed_len = 0         # the length of the data fed last
         self._fed_from = 0        # the stream offset the data fed last starts at
+        # The layout of the last chunk read inline, for the next ones (_learn_layout, _same_layout)
+        self._layout: tuple | None = None
+        self._layout_head = _NO_HEAD
+        self._layout_tries = _LAYOUT_TRIES
 
     # ---------------------------------------------------------------- framing
 
@@ -183,9 +191,12 @@ class Accumulator(SlotBook):
             pos += len(first) + 2
             if self._halting and state.ended:
                 return self._halt(pos)
+            head = self._layout_head if runs is False else _NO_HEAD
             for piece in pieces[1:]:
                 if inline and (single_lines or piece.find(b"\n") < 0):
-                    chunk(piece, pos, runs)
+                    if not (piece.startswith(head) and self._same_layout(piece)):
+                        chunk(piece, pos, runs)
+                        head = self._layout_head if runs is False else _NO_HEAD
                 else:
                     self._lines(b"data: " + piece, pos)
                     self._line(b"", pos + len(piece) + 7)
@@ -334,8 +345,84 @@ class Accumulator(SlotBook):
                             slot.last_start = size
                             buf += data
                             slot.nfrags += 1
+                            if long_run is False and self._layout_tries:
+                                self._learn_layout(payload, number, index)
                             return
         _openai_chat.handle_chunk(self, self._state, chunk, offset)
+
+    def _learn_layout(self, payload: bytes, number: int, index: int) -> None:
+        """Note the bytes of a chunk the inline path just took, but for its arguments' (and obfuscation's) text.
+
+        A later chunk of exactly those bytes around other text parses as this one with that text in
+        its place (the probe below makes sure the places are those two values), so the inline path
+        would take it the same way: _same_layout then takes it without parsing all of it.
+        """
+        self._layout_tries -= 1
+        at = payload.find(b'"arguments":"')
+        if at < 0:
+            return
+        start = at + 13
+        close = _STRING_BODY.match(payload, start).end()
+        if payload[close:close + 1] != b'"':
+            return
+        mid = None
+        end = payload[close:]
+        other = end.rfind(b'"obfuscation":"')  # OpenAI's random padding: other text in every chunk
+        if other >= 0:
+            second = close + other + 15
+            after = _STRING_BODY.match(payload, second).end()
+            if payload[after:after + 1] != b'"':
+                return
+            mid, end = payload[close:second], payload[after:]
+        probe = _loads(payload[:start] + (mid or b"") + end)  # both texts empty
+        expected = _loads(payload)
+        expected["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = ""
+        if mid is not None:
+            expected["obfuscation"] = ""
+        if probe == expected:
+            self._layout = (mid, end, number, index)
+            self._layout_head = payload[:start]
+
+    def _same_layout(self, payload: bytes) -> bool:
+        """Take a chunk laid out as the last learnt one (its head is checked): what the inline path does with it."""
+        mid, end, number, index = self._layout
+        start = len(self._layout_head) - 1  # the arguments' opening quote
+        if not payload.endswith(end) or len(payload) < start + len(end) + 1:
+            return False
+        if mid is None:
+            close = len(payload) - len(end)
+        else:
+            close = payload.find(mid, start + 1)
+            if close < 0:
+                return False
+        try:
+            text = _loads(payload[start:close + 1])
+            if mid is not None:
+                _loads(payload[close + len(mid) - 1:len(payload) - len(end) + 1])
+        except _JSONDecodeError:
+            return False
+        cs = self._choices.get(number)
+        slot = cs.by_index.get(index) if cs is not None else None
+        if (slot is None or not slot.nfrags or slot.pending or slot.cumulative is not None or slot.over
+                or slot.shared):
+            return False
+        if text:
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+            buf = slot.buf
+            size = len(buf)
+            kept = self._kept + len(data)
+            if size + len(data) > self._max_call or kept > self._max_stream:
+                return False
+            self._kept = kept
+            slot.last_start = size
+            buf += data
+            slot.nfrags += 1
+        cs.latest = slot
+        self._layout_tries = _LAYOUT_TRIES
+        return True
 
     def _line(self, line: bytes, pos: int) -> None:
         if not line:
