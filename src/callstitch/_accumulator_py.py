@@ -192,6 +192,7 @@ class Accumulator(SlotBook):
             if self._halting and state.ended:
                 return self._halt(pos)
             head = self._layout_head if runs is False else _NO_HEAD
+            halting = self._halting
             for piece in pieces[1:]:
                 if inline and (single_lines or piece.find(b"\n") < 0):
                     if not (piece.startswith(head) and self._same_layout(piece)):
@@ -203,7 +204,7 @@ class Accumulator(SlotBook):
                     inline = (state.format == "openai-chat" and not self._data and self._event_name is None
                               and not self._dropping)
                 pos += len(piece) + 8
-                if self._halting and state.ended:
+                if halting and state.ended:
                     return self._halt(pos)
         # Complete lines after the last blank line are taken now, so no line is read twice.
         end = rest.rfind(b"\n")
@@ -380,29 +381,29 @@ class Accumulator(SlotBook):
         if mid is not None:
             expected["obfuscation"] = ""
         if probe == expected:
-            self._layout = (mid, end, number, index)
+            # where the arguments' text starts (at its quote), the bytes between the two texts and
+            # after them, how many of those follow the last text's closing quote, the choice, the call
+            self._layout = (start - 1, mid, end, len(end) - 1, self._choices[number], index)
             self._layout_head = payload[:start]
 
     def _same_layout(self, payload: bytes) -> bool:
         """Take a chunk laid out as the last learnt one (its head is checked): what the inline path does with it."""
-        mid, end, number, index = self._layout
-        start = len(self._layout_head) - 1  # the arguments' opening quote
-        if not payload.endswith(end) or len(payload) < start + len(end) + 1:
+        start, mid, end, after, cs, index = self._layout
+        if not payload.endswith(end):
             return False
-        if mid is None:
-            close = len(payload) - len(end)
-        else:
-            close = payload.find(mid, start + 1)
-            if close < 0:
-                return False
+        stop = len(payload) - after  # just past the last text's closing quote
         try:
-            text = _loads(payload[start:close + 1])
-            if mid is not None:
-                _loads(payload[close + len(mid) - 1:len(payload) - len(end) + 1])
+            if mid is None:
+                text = _loads(payload[start:stop])
+            else:
+                close = payload.find(mid, start + 1) + 1  # just past the arguments' closing quote
+                if not close:
+                    return False
+                text = _loads(payload[start:close])
+                _loads(payload[close + len(mid) - 2:stop])  # the obfuscation: a string too, or no layout
         except _JSONDecodeError:
-            return False
-        cs = self._choices.get(number)
-        slot = cs.by_index.get(index) if cs is not None else None
+            return False  # (a slice of a head and an end that overlap is no string either)
+        slot = cs.by_index.get(index)
         if (slot is None or not slot.nfrags or slot.pending or slot.cumulative is not None or slot.over
                 or slot.shared):
             return False
