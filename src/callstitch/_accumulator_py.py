@@ -326,8 +326,7 @@ class Accumulator(SlotBook):
                     and _openai_chat.nothing_for_the_turn(self._state.turn, chunk, choice, call, function)):
                 cs = self._choices.get(number)
                 slot = cs.by_index.get(index) if cs is not None else None
-                if (slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None
-                        and not slot.over and not slot.shared):
+                if slot is not None and slot.nfrags:
                     if not arguments:
                         cs.latest = slot
                         return
@@ -336,16 +335,8 @@ class Accumulator(SlotBook):
                     except UnicodeEncodeError:
                         pass
                     else:
-                        buf = slot.buf
-                        n = len(data)
-                        size = len(buf)
-                        kept = self._kept + n
-                        if size + n <= self._max_call and kept <= self._max_stream:
+                        if self._extend(slot, data):
                             cs.latest = slot
-                            self._kept = kept
-                            slot.last_start = size
-                            buf += data
-                            slot.nfrags += 1
                             if long_run is False and self._layout_tries:
                                 self._learn_layout(payload, number, index)
                             return
@@ -404,23 +395,15 @@ class Accumulator(SlotBook):
         except _JSONDecodeError:
             return False  # (a slice of a head and an end that overlap is no string either)
         slot = cs.by_index.get(index)
-        if (slot is None or not slot.nfrags or slot.pending or slot.cumulative is not None or slot.over
-                or slot.shared):
+        if slot is None or not slot.nfrags:
             return False
         if text:
             try:
-                data = text.encode("utf-8")
-            except UnicodeEncodeError:
+                data = text.encode()
+            except UnicodeEncodeError:  # a lone surrogate: the general path keeps its escape
                 return False
-            buf = slot.buf
-            size = len(buf)
-            kept = self._kept + len(data)
-            if size + len(data) > self._max_call or kept > self._max_stream:
+            if not self._extend(slot, data):
                 return False
-            self._kept = kept
-            slot.last_start = size
-            buf += data
-            slot.nfrags += 1
         cs.latest = slot
         self._layout_tries = _LAYOUT_TRIES
         return True

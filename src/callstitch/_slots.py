@@ -151,7 +151,8 @@ class SlotBook:
                 except UnicodeEncodeError:
                     pass
                 else:
-                    self._append(slot, data)
+                    if not self._extend(slot, data):
+                        self._append(slot, data)
                     return
         slot = self._route(choice, index, call_id, name, False)
         if slot is None or arguments is None or (type(arguments) is str and not arguments):
@@ -359,6 +360,27 @@ class SlotBook:
             slot.last_start = len(buf)
             buf += data
         slot.nfrags += 1
+
+    def _extend(self, slot: Slot, data: bytes) -> bool:
+        """Append a later fragment's bytes when only the limits apply to it, as _append would; False: use _append.
+
+        Only the limits apply once a call has a fragment, is past cumulative tracking, has no
+        surrogate pending and is neither cut nor shared: the pure twin's inline chat path takes
+        its continuations here (the compiled twin's is _append_span, in C).
+        """
+        if slot.pending or slot.cumulative is not None or slot.over or slot.shared:
+            return False
+        buf = slot.buf
+        size = len(buf)
+        n = len(data)
+        kept = self._kept + n
+        if size + n > self._max_call or kept + self._lazy_bound > self._max_stream:
+            return False
+        self._kept = kept
+        slot.last_start = size
+        buf += data
+        slot.nfrags += 1
+        return True
 
     def _stream_over(self, grow: int) -> bool:
         """Tell whether grow more bytes would pass Limits.stream_bytes, counting every call exactly."""
