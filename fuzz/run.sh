@@ -15,7 +15,7 @@ esac
 build=fuzz/build
 rm -rf "$build" && mkdir -p "$build"
 cp -r pyproject.toml setup.py README.md src "$build/"
-rm -f "$build"/src/callstitch/*.so "$build"/src/callstitch/_accumulator_c.c
+rm -f "$build"/src/callstitch/*.so "$build"/src/callstitch/_accumulator_c.c "$build"/src/callstitch/_slots.c
 # Coverage counters and comparison hooks for libFuzzer (atheris carries the runtime).
 (cd "$build" && CC=clang LDSHARED="clang -shared" \
   CFLAGS="-fsanitize-coverage=inline-8bit-counters,pc-table,trace-cmp -g -O1" \
