@@ -73,9 +73,9 @@ def test_the_layout_is_taken_on_the_common_stream(both, taken, obfuscation):
     assert result.tool_calls[0].arguments == {"city": "Paris, France"}
     taken.clear()
     whole_pure(body)
-    # The first two pieces go the general way (the first arguments, then the end of cumulative
-    # tracking), the third inline (it teaches the layout); every later one takes the layout.
-    assert taken == [True] * (len(texts) - 3), taken
+    # The first piece goes the general way (the call's first arguments), the second inline (it
+    # teaches the layout); every later one takes the layout.
+    assert taken == [True] * (len(texts) - 2), taken
 
 
 def test_each_call_learns_its_own_layout(both, taken):
@@ -86,10 +86,10 @@ def test_each_call_learns_its_own_layout(both, taken):
     assert [c.arguments for c in result.tool_calls] == [{"a": 1234}, {"b": 1234}]
     taken.clear()
     whole_pure(body)
-    assert taken == [True, True] * 2, taken
+    assert taken == [True, True, True] * 2, taken
 
 
-LEARNT = (piece(b'{\\"q'), piece(b'\\": \\"'), piece(b"a"), piece(b"b"))  # learnt from the third, taken by the fourth
+LEARNT = (piece(b'{\\"q'), piece(b'\\": \\"'), piece(b"a"))  # learnt from the second, taken by the third
 
 NEAR = {
     "escapes": piece(b'\\\\ \\/ \\n \\t \\u00e9 \\u20ac'),

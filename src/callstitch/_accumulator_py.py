@@ -289,9 +289,9 @@ class Accumulator(SlotBook):
     def _chunk(self, payload: bytes, offset: int, long_run: bool | None) -> None:
         """Apply one event's chunk: the commonest shape inline, every other through the general adapter.
 
-        The twin of the compiled fast path. The inline part takes only a chunk that continues one
-        known call's arguments with plain text; the general adapter (_openai_chat) would do the
-        same with it, and takes everything else.
+        The twin of the compiled fast path. The inline part takes only a chunk that continues the
+        arguments of a call already seen, and makes of it the one fragment the general adapter
+        (_openai_chat) would; the adapter takes everything else.
         """
         if not self._state.recognised:  # until an event of the format has come, every event goes the general way
             _dispatch.handle_event(self, self._state, None, payload, offset)
@@ -327,19 +327,11 @@ class Accumulator(SlotBook):
                 cs = self._choices.get(number)
                 slot = cs.by_index.get(index) if cs is not None else None
                 if slot is not None and slot.nfrags:
-                    if not arguments:
-                        cs.latest = slot
-                        return
-                    try:
-                        data = arguments.encode("utf-8")
-                    except UnicodeEncodeError:
-                        pass
-                    else:
-                        if self._extend(slot, data):
-                            cs.latest = slot
-                            if long_run is False and self._layout_tries:
-                                self._learn_layout(payload, number, index)
-                            return
+                    # All the adapter would do with it: one fragment of a call it has seen.
+                    self.fragment(number, index, None, None, arguments)
+                    if arguments and long_run is False and self._layout_tries:
+                        self._learn_layout(payload, number, index)
+                    return
         _openai_chat.handle_chunk(self, self._state, chunk, offset)
 
     def _learn_layout(self, payload: bytes, number: int, index: int) -> None:
