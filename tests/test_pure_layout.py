@@ -153,3 +153,9 @@ def test_a_layout_is_learnt_only_where_its_two_texts_are(both, taken):
     taken.clear()
     whole_pure(body)
     assert True not in taken
+
+
+def test_a_chunk_before_any_layout_is_never_taken_for_one(both):
+    # The fuzzer's find: a payload that began with the bytes once used to say "no layout yet".
+    for junk in (b"\xff\xff", b"\xff\xffjunk", b"", b"{", b'{"choices":[]}'):
+        agree(both, start() + b"data: " + junk + b"\n\n" + piece(b"x") + END, "openai-chat")

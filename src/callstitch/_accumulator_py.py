@@ -32,7 +32,7 @@ __all__ = ["Accumulator"]
 
 _BOM = b"\xef\xbb\xbf"
 _WINDOW = 65536  # the most bytes of one read framed at once
-_NO_HEAD = b"\xff\xff"  # no payload starts so (JSON starts with "{"): no layout learnt yet
+_NO_HEAD = ()  # no layout learnt yet: bytes.startswith(()) is False, whatever the bytes
 _LAYOUT_TRIES = 4  # layouts learnt in a row that no chunk reused: then none more (a stream that varies)
 _STRING_BODY = re.compile(rb'(?:[^"\\]|\\.)*')  # a JSON string's text up to its closing quote
 
