@@ -69,6 +69,18 @@ _CONTEXT_WINDOW = 48
 SPLITTABLE = _NEEDLES.keys()  # a live view: a format registered later is splittable too
 
 
+def _next_hit(needles: list, found: list, buf: bytes, pos: int) -> re.Match | None:
+    """Return the earliest match at or after pos of any needle; found keeps each needle's next (None: no more)."""
+    m = None
+    for i, rx in enumerate(needles):
+        hit = found[i]
+        if hit is False or hit is not None and hit.start() < pos:
+            hit = found[i] = rx.search(buf, pos)
+        if hit is not None and (m is None or hit.start() < m.start()):
+            m = hit
+    return m
+
+
 def _line_start(buf: bytes, pos: int, floor: int) -> int:
     """Return where the line holding pos starts (not before floor)."""
     return max(buf.rfind(b"\n", floor, pos), buf.rfind(b"\r", floor, pos)) + 1 or floor
@@ -125,13 +137,7 @@ class Splitter:
         needles = self._needles
         found: list = [False] * len(needles)  # the next hit of each needle (None: no more)
         while True:
-            m = None
-            for i, rx in enumerate(needles):
-                hit = found[i]
-                if hit is False or hit is not None and hit.start() < pos:
-                    hit = found[i] = rx.search(buf, pos)
-                if hit is not None and (m is None or hit.start() < m.start()):
-                    m = hit
+            m = _next_hit(needles, found, buf, pos)
             if m is None:
                 # Keep the last line back (a terminator may be cut by the read): the next
                 # scan then starts at a line start, where the context checks hold.
