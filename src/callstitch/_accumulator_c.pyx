@@ -18,12 +18,7 @@ from libc.string cimport memchr, memcmp, memcpy, memmove, memset, strlen
 from ._formats import dispatch as _dispatch
 from ._formats import registry as _registry
 from ._wire import framing as _framing
-from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_INDEX, Q_NAME_CHANGED,
-                        Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call, one_choice_result,
-                        parses, raise_first_error)
-from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, as_numbers, call_cut, event_dropped, line_dropped,
-                      stream_full, too_many)
-from ._formats.recognition import unrecognised
+from ._limits import CUT_CALL_BYTES, CUT_STREAM_BYTES, as_numbers, event_dropped, line_dropped
 from ._results import ToolCall
 from ._state import STRAY_KEPT, RawJSON, StreamState, finalized
 from ._formats import anthropic as _anthropic
@@ -32,7 +27,7 @@ from ._formats import gemini as _gemini
 from ._formats import openai_responses as _responses
 from ._turns import openai_chat as _turn_chat
 from ._exactjson import exact as _exact
-from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
+from ._text import compact_json, escape_surrogate
 from orjson import loads as _loads
 
 __all__ = ["Accumulator"]
@@ -144,17 +139,8 @@ def _crc32(bytes data):
 include "_c/counters.pxi"
 
 
-cdef int _Q_CHANGING_ID = Q_CHANGING_ID
-cdef int _Q_EMPTY_NAME = Q_EMPTY_NAME
-cdef int _Q_INTEGER_ID = Q_INTEGER_ID
-cdef int _Q_MISSING_INDEX = Q_MISSING_INDEX
-cdef int _Q_NAME_CHANGED = Q_NAME_CHANGED
-cdef int _Q_NEW_CALL_SAME_INDEX = Q_NEW_CALL_SAME_INDEX
-cdef int _Q_RESENT_ID = Q_RESENT_ID
-cdef int _Q_RESENT_NAME = Q_RESENT_NAME
 cdef int _CUT_CALL_BYTES = CUT_CALL_BYTES
 cdef int _CUT_STREAM_BYTES = CUT_STREAM_BYTES
-cdef int _CUT_EVENT_BYTES = CUT_EVENT_BYTES
 
 # orjson writes no JSON value more than 4.5 times as long as it can be sent (1e15 becomes
 # 1000000000000000.0; strings, literals and structure never grow): a bound on a call's compact text.

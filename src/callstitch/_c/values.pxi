@@ -97,14 +97,6 @@ cdef inline bint _empty_object(const cs_val *v):
     return True
 
 
-cdef inline bint _zero_keys(dict d):
-    """Tell whether a dict's keys are at most the integer 0 (a choice number)."""
-    for key in d:
-        if type(key) is not int or key:
-            return False
-    return True
-
-
 cdef inline cs_span _span(const cs_val *v):
     cdef cs_span s
     s.p = v.p
