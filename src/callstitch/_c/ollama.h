@@ -99,6 +99,135 @@ typedef struct {
     cs_val prompt_eval_count, eval_count;   /* kind CS_T_ABSENT when not sent; p/n the number as sent */
 } cs_oline;
 
+/* The steps of cs_ollama_line below: each reads one part of the line from p
+ * (e is the line's end) and returns p past it, or NULL when the part is not
+ * in the shape the server writes. */
+#define CS_OAT(lit) (e - p >= (ptrdiff_t)sizeof(lit) - 1 && cs_same(p, lit, sizeof(lit) - 1))
+#define CS_OLIT(lit) \
+    if (!CS_OAT(lit)) return NULL; \
+    p += sizeof(lit) - 1
+#define CS_OSTR(span) \
+    do { \
+        int esc_ = 0; \
+        const unsigned char *q_ = cs_str(p, e, &esc_); \
+        if (!q_) return NULL; \
+        if (span) { (span)->p = p; (span)->n = q_ - p; (span)->kind = CS_STR; (span)->has_esc = esc_; } \
+        p = q_ + 1; \
+    } while (0)
+/* An optional "key":"string" part: read when it is there. */
+#define CS_OOPT(lit, span) \
+    if (CS_OAT(lit)) { \
+        p += sizeof(lit) - 1; \
+        CS_OSTR(span); \
+    }
+
+/* A number at p, its span noted in v. */
+static CS_ALWAYS_INLINE const unsigned char *cs_onum(const unsigned char *p, const unsigned char *e, cs_val *v)
+{
+    const unsigned char *q = cs_xnum(p, e, v);
+    if (!q) return NULL;
+    v->p = p;
+    v->n = q - p;
+    v->has_esc = 0;
+    return q;
+}
+
+/* {"model":S[,"remote_model":S][,"remote_host":S],"created_at":S,"message":{"role":S,"content":S[,"thinking":S] */
+static CS_ALWAYS_INLINE const unsigned char *cs_ollama_head(const unsigned char *p, const unsigned char *e, cs_oline *line)
+{
+    const unsigned char *start = p;
+    CS_OLIT("{\"model\":\"");
+    CS_OSTR((cs_span *)NULL);
+    CS_OOPT(",\"remote_model\":\"", (cs_span *)NULL);   /* a cloud model run through a local server */
+    CS_OOPT(",\"remote_host\":\"", (cs_span *)NULL);
+    CS_OLIT(",\"created_at\":\"");
+    CS_OSTR((cs_span *)NULL);
+    CS_OLIT(",\"message\":{\"role\":\"");
+    CS_OSTR((cs_span *)NULL);
+    line->head_n = p - start;
+    CS_OLIT(",\"content\":\"");
+    CS_OSTR(&line->content);
+    line->thinking.kind = CS_ABSENT;
+    line->thinking.n = 0;
+    CS_OOPT(",\"thinking\":\"", &line->thinking);
+    return p;
+}
+
+/* One entry of tool_calls: {["id":S,]"function":{["index":N,]"name":S,"arguments":{..}}} */
+static CS_ALWAYS_INLINE const unsigned char *cs_ollama_call(const unsigned char *p, const unsigned char *e, cs_ocall *c)
+{
+    const unsigned char *q;
+    CS_OLIT("{");
+    c->id.kind = CS_ABSENT;
+    c->id.n = 0;
+    if (CS_OAT("\"id\":\"")) {
+        p += sizeof("\"id\":\"") - 1;
+        CS_OSTR(&c->id);
+        CS_OLIT(",");
+    }
+    CS_OLIT("\"function\":{");
+    c->index.kind = CS_T_ABSENT;
+    if (CS_OAT("\"index\":")) {
+        p = cs_onum(p + sizeof("\"index\":") - 1, e, &c->index);
+        if (!p) return NULL;
+        CS_OLIT(",");
+    }
+    CS_OLIT("\"name\":\"");
+    CS_OSTR(&c->name);
+    CS_OLIT(",\"arguments\":");
+    if (p >= e || *p != '{') return NULL;
+    q = cs_skip_loose(p, e, &c->long_run);
+    if (!q) return NULL;
+    c->args = p;
+    c->args_n = q - p;
+    p = q;
+    CS_OLIT("}}");
+    return p;
+}
+
+/* The last line's counts after "done":true: [,"total_duration":N] … [,"eval_duration":N] */
+static CS_ALWAYS_INLINE const unsigned char *cs_ollama_metrics(const unsigned char *p, const unsigned char *e, cs_oline *line)
+{
+    static const char *const metrics[] = {"\"total_duration\":", "\"load_duration\":", "\"prompt_eval_count\":",
+                                          "\"prompt_eval_duration\":", "\"eval_count\":", "\"eval_duration\":"};
+    int k;
+    for (k = 0; k < 6; k++) {
+        size_t len = strlen(metrics[k]);
+        cs_val *v = k == 2 ? &line->prompt_eval_count : k == 4 ? &line->eval_count : NULL;
+        if (e - p < (ptrdiff_t)len + 1 || *p != ',' || !cs_same(p + 1, metrics[k], len)) continue;
+        p += 1 + len;
+        p = v ? cs_onum(p, e, v) : cs_num(p, e);
+        if (!p) return NULL;
+    }
+    return p;
+}
+
+/* What follows the message: },"done":false}  or  },["done_reason":S,]"done":true[,"done_reason":S][counts]} */
+static CS_ALWAYS_INLINE const unsigned char *cs_ollama_end(const unsigned char *p, const unsigned char *e, cs_oline *line)
+{
+    line->reason.kind = CS_ABSENT;
+    line->prompt_eval_count.kind = CS_T_ABSENT;
+    line->eval_count.kind = CS_T_ABSENT;
+    line->done = 0;
+    if (CS_OAT("},\"done\":false}"))
+        return p + sizeof("},\"done\":false}") - 1;
+    /* Go writes a struct's fields in order: older servers put done_reason before done, newer ones after it. */
+    CS_OLIT("},");
+    if (CS_OAT("\"done_reason\":\"")) {
+        p += sizeof("\"done_reason\":\"") - 1;
+        CS_OSTR(&line->reason);
+        CS_OLIT(",");
+    }
+    CS_OLIT("\"done\":true");
+    line->done = 1;
+    if (line->reason.kind == CS_ABSENT)
+        CS_OOPT(",\"done_reason\":\"", &line->reason);
+    p = cs_ollama_metrics(p, e, line);
+    if (!p) return NULL;
+    CS_OLIT("}");
+    return p;
+}
+
 /* cs_ollama_line(p, n, line, calls, max): read an Ollama chat line in the
  * shape its server writes (Go's encoding/json: no whitespace, struct fields
  * in order, empty ones left out), carrying text, tool calls or both, or the
@@ -115,131 +244,28 @@ typedef struct {
  * must have orjson parse, falling back when one does not. */
 static inline int cs_ollama_line(const unsigned char *p, ptrdiff_t n, cs_oline *line, cs_ocall *calls, int max)
 {
-    static const char *const metrics[] = {"\"total_duration\":", "\"load_duration\":", "\"prompt_eval_count\":",
-                                          "\"prompt_eval_duration\":", "\"eval_count\":", "\"eval_duration\":"};
-    const unsigned char *e = p + n, *q;
-    int esc, count = 0, k;
-#define CS_OLIT(lit) \
-    if (e - p < (ptrdiff_t)sizeof(lit) - 1 || !cs_same(p, lit, sizeof(lit) - 1)) return -1; \
-    p += sizeof(lit) - 1
-#define CS_OSTR(span) \
-    esc = 0; \
-    q = cs_str(p, e, &esc); \
-    if (!q) return -1; \
-    if (span) { (span)->p = p; (span)->n = q - p; (span)->kind = CS_STR; (span)->has_esc = esc; } \
-    p = q + 1
-#define CS_AT(lit) (e - p >= (ptrdiff_t)sizeof(lit) - 1 && cs_same(p, lit, sizeof(lit) - 1))
-    CS_OLIT("{\"model\":\"");
-    CS_OSTR((cs_span *)NULL);
-    if (CS_AT(",\"remote_model\":\"")) {        /* a cloud model run through a local server */
-        p += sizeof(",\"remote_model\":\"") - 1;
-        CS_OSTR((cs_span *)NULL);
-    }
-    if (CS_AT(",\"remote_host\":\"")) {
-        p += sizeof(",\"remote_host\":\"") - 1;
-        CS_OSTR((cs_span *)NULL);
-    }
-    CS_OLIT(",\"created_at\":\"");
-    CS_OSTR((cs_span *)NULL);
-    CS_OLIT(",\"message\":{\"role\":\"");
-    CS_OSTR((cs_span *)NULL);
-    line->head_n = p - (e - n);
-    CS_OLIT(",\"content\":\"");
-    CS_OSTR(&line->content);
-    line->thinking.kind = CS_ABSENT;
-    line->thinking.n = 0;
-    if (CS_AT(",\"thinking\":\"")) {
-        p += sizeof(",\"thinking\":\"") - 1;
-        CS_OSTR(&line->thinking);
-    }
-    if (CS_AT(",\"tool_calls\":[")) {
+    const unsigned char *e = p + n;
+    int count = 0;
+    p = cs_ollama_head(p, e, line);
+    if (!p) return -1;
+    if (CS_OAT(",\"tool_calls\":[")) {
         p += sizeof(",\"tool_calls\":[") - 1;
         for (;;) {
-            cs_ocall *c;
             if (count == max) return -1;
-            c = &calls[count++];
-            CS_OLIT("{");
-            c->id.kind = CS_ABSENT;
-            c->id.n = 0;
-            if (CS_AT("\"id\":\"")) {
-                p += sizeof("\"id\":\"") - 1;
-                CS_OSTR(&c->id);
-                CS_OLIT(",");
-            }
-            CS_OLIT("\"function\":{");
-            c->index.kind = CS_T_ABSENT;
-            if (CS_AT("\"index\":")) {
-                p += sizeof("\"index\":") - 1;
-                q = p;
-                p = cs_xnum(p, e, &c->index);
-                if (!p) return -1;
-                c->index.p = q;
-                c->index.n = p - q;
-                c->index.has_esc = 0;
-                CS_OLIT(",");
-            }
-            CS_OLIT("\"name\":\"");
-            CS_OSTR(&c->name);
-            CS_OLIT(",\"arguments\":");
-            if (p >= e || *p != '{') return -1;
-            q = cs_skip_loose(p, e, &c->long_run);
-            if (!q) return -1;
-            c->args = p;
-            c->args_n = q - p;
-            p = q;
-            CS_OLIT("}}");
-            if (p < e && *p == ',') {
-                p++;
-                continue;
-            }
-            CS_OLIT("]");
-            break;
-        }
-    }
-    line->reason.kind = CS_ABSENT;
-    line->prompt_eval_count.kind = CS_T_ABSENT;
-    line->eval_count.kind = CS_T_ABSENT;
-    line->done = 0;
-    if (CS_AT("},\"done\":false}")) {
-        p += sizeof("},\"done\":false}") - 1;
-        return p == e ? count : -1;
-    }
-    /* Go writes a struct's fields in order: older servers put done_reason before done, newer ones after it. */
-    CS_OLIT("},");
-    if (CS_AT("\"done_reason\":\"")) {
-        p += sizeof("\"done_reason\":\"") - 1;
-        CS_OSTR(&line->reason);
-        CS_OLIT(",");
-    }
-    CS_OLIT("\"done\":true");
-    line->done = 1;
-    if (line->reason.kind == CS_ABSENT && CS_AT(",\"done_reason\":\"")) {
-        p += sizeof(",\"done_reason\":\"") - 1;
-        CS_OSTR(&line->reason);
-    }
-    for (k = 0; k < 6; k++) {
-        size_t len = strlen(metrics[k]);
-        cs_val *v;
-        if (e - p < (ptrdiff_t)len + 1 || *p != ',' || !cs_same(p + 1, metrics[k], len)) continue;
-        p += 1 + len;
-        v = k == 2 ? &line->prompt_eval_count : k == 4 ? &line->eval_count : NULL;
-        q = p;
-        if (v) {
-            p = cs_xnum(p, e, v);
+            p = cs_ollama_call(p, e, &calls[count++]);
             if (!p) return -1;
-            v->p = q;
-            v->n = p - q;
-            v->has_esc = 0;
-        } else {
-            p = cs_num(p, e);
-            if (!p) return -1;
+            if (p >= e || *p != ',') break;
+            p++;
         }
+        if (p >= e || *p != ']') return -1;
+        p++;
     }
-    CS_OLIT("}");
-#undef CS_OLIT
-#undef CS_OSTR
-#undef CS_AT
+    p = cs_ollama_end(p, e, line);
     return p == e ? count : -1;
 }
+#undef CS_OAT
+#undef CS_OLIT
+#undef CS_OSTR
+#undef CS_OOPT
 
 #endif /* CALLSTITCH_OLLAMA_H */
