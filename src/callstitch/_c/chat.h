@@ -301,6 +301,52 @@ static inline const unsigned char *cs_env_str(const unsigned char *p, const unsi
 
 /* 1 = understood (out filled), 0 = hand to the general path. */
 /* want: the CS_ENV_* envelope fields to read (see above). */
+/* One top-level member's value at p, its key's id given: returns p past it, or
+ * NULL when the chunk is not one the fast path fully understands. seen holds
+ * the keys met once already (choices 1, usage 2, error 4): twice is refused. */
+static CS_ALWAYS_INLINE const unsigned char *cs_top_member(const unsigned char *p, const unsigned char *e,
+                                                            cs_chunk *out, int id, unsigned *seen)
+{
+    switch (id) {
+    case CS_K_CHOICES:
+        if (*seen & 1u) return NULL;
+        *seen |= 1u;
+        if (*p == '[') return cs_choices(p, e, out);
+        if (cs_is_null(p, e)) return p + 4;
+        return NULL;
+    case CS_K_USAGE:
+        if (*seen & 2u) return NULL;
+        *seen |= 2u;
+        if (cs_is_null(p, e)) return p + 4;
+        if (*p != '{') return NULL;   /* usage of another type: the general path keeps it as parsed */
+        out->usage = p;
+        p = cs_skip(p, e, 1);         /* checked as orjson would: the text is parsed at the end */
+        if (p) out->usage_n = p - out->usage;
+        return p;
+    case CS_K_ERROR:
+        if (*seen & 4u) return NULL;
+        *seen |= 4u;
+        return cs_is_null(p, e) ? p + 4 : NULL;
+    case CS_K_ID:    return cs_env_str(p, e, out, 0, CS_ENV_ID);
+    case CS_K_MODEL: return cs_env_str(p, e, out, 1, CS_ENV_MODEL);
+    case CS_K_SYSFP: return cs_env_str(p, e, out, 2, CS_ENV_SYSFP);
+    case CS_K_TIER:  return cs_env_str(p, e, out, 3, CS_ENV_TIER);
+    case CS_K_CREATED:
+        if (!(out->want & CS_ENV_CREATED)) return cs_skipv(p, e, 1);
+        if (cs_is_null(p, e)) return p + 4;
+        if (out->env & CS_ENV_CREATED) return NULL;   /* twice */
+        out->env |= CS_ENV_CREATED;
+        return cs_int64(p, e, &out->created);
+    case CS_K_OBJECT:
+        if (*p == '"' && e - p >= 2 && p[1] == '"') return NULL;   /* "": the general path decides */
+        return cs_skipv(p, e, 1);
+    case CS_K_OBFUSC:
+        return cs_skipv(p, e, 1);
+    default:   /* an extra the turn keeps (x_groq, provider …), a bad key */
+        return NULL;
+    }
+}
+
 static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chunk *out, unsigned want)
 {
     const unsigned char *e = p + n;
@@ -327,52 +373,7 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
         for (;;) {
             p = cs_key(p, e, &id);
             if (!p) return 0;
-            switch (id) {
-            case CS_K_CHOICES:
-                if (seen & 1u) return 0;
-                seen |= 1u;
-                if (*p == '[') p = cs_choices(p, e, out);
-                else if (cs_is_null(p, e)) p += 4;
-                else return 0;
-                break;
-            case CS_K_USAGE:
-                if (seen & 2u) return 0;
-                seen |= 2u;
-                if (cs_is_null(p, e)) {
-                    p += 4;
-                    break;
-                }
-                if (*p != '{') return 0;   /* usage of another type: the general path keeps it as parsed */
-                out->usage = p;
-                p = cs_skip(p, e, 1);      /* checked as orjson would: the text is parsed at the end */
-                if (p) out->usage_n = p - out->usage;
-                break;
-            case CS_K_ERROR:
-                if (seen & 4u) return 0;
-                seen |= 4u;
-                if (!cs_is_null(p, e)) return 0;
-                p += 4;
-                break;
-            case CS_K_ID:    p = cs_env_str(p, e, out, 0, CS_ENV_ID); break;
-            case CS_K_MODEL: p = cs_env_str(p, e, out, 1, CS_ENV_MODEL); break;
-            case CS_K_SYSFP: p = cs_env_str(p, e, out, 2, CS_ENV_SYSFP); break;
-            case CS_K_TIER:  p = cs_env_str(p, e, out, 3, CS_ENV_TIER); break;
-            case CS_K_CREATED:
-                if (!(out->want & CS_ENV_CREATED)) p = cs_skipv(p, e, 1);
-                else if (cs_is_null(p, e)) p += 4;
-                else if (out->env & CS_ENV_CREATED) return 0;   /* twice */
-                else { p = cs_int64(p, e, &out->created); out->env |= CS_ENV_CREATED; }
-                break;
-            case CS_K_OBJECT:
-                if (*p == '"' && e - p >= 2 && p[1] == '"') return 0;   /* "": the general path decides */
-                p = cs_skipv(p, e, 1);
-                break;
-            case CS_K_OBFUSC:
-                p = cs_skipv(p, e, 1);
-                break;
-            default:   /* an extra the turn keeps (x_groq, provider …), a bad key */
-                return 0;
-            }
+            p = cs_top_member(p, e, out, id, &seen);
             if (!p) return 0;
             r = cs_next_member(&p, e, '}');
             if (r < 0) return 0;
@@ -380,8 +381,7 @@ static inline int cs_scan_chat_chunk(const unsigned char *p, ptrdiff_t n, cs_chu
         }
     }
     p = cs_ws(p, e);
-    if (p != e) return 0;
-    return 1;
+    return p == e;
 }
 
 #endif /* CALLSTITCH_CHAT_H */

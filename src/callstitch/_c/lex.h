@@ -305,6 +305,39 @@ static inline const unsigned char *cs_num(const unsigned char *p, const unsigned
     return p;
 }
 
+/* Validate and skip a JSON scalar (string, number, true, false, null) at p:
+ * returns pointer past it or NULL. */
+static CS_ALWAYS_INLINE const unsigned char *cs_skip_scalar(const unsigned char *p, const unsigned char *e)
+{
+    int esc = 0;
+    switch (*p) {
+    case '"':
+        p = cs_str(p + 1, e, &esc);
+        return p ? p + 1 : NULL;
+    case 't':
+        return e - p >= 4 && cs_same(p, "true", 4) ? p + 4 : NULL;
+    case 'f':
+        return e - p >= 5 && cs_same(p, "false", 5) ? p + 5 : NULL;
+    case 'n':
+        return e - p >= 4 && cs_same(p, "null", 4) ? p + 4 : NULL;
+    default:
+        return cs_num(p, e);
+    }
+}
+
+/* Validate and skip an object's key and its colon at p: returns pointer to
+ * the value (past whitespace) or NULL. */
+static CS_ALWAYS_INLINE const unsigned char *cs_skip_key(const unsigned char *p, const unsigned char *e)
+{
+    int esc = 0;
+    if (p >= e || *p != '"') return NULL;
+    p = cs_str(p + 1, e, &esc);
+    if (!p) return NULL;
+    p = cs_ws(p + 1, e);
+    if (p >= e || *p != ':') return NULL;
+    return cs_ws(p + 1, e);
+}
+
 /* Validate and skip any JSON value starting at p (p already past
  * whitespace). depth = depth of the enclosing container. Returns pointer
  * past the value or NULL. Iterative, explicit container stack. */
@@ -312,45 +345,24 @@ static const unsigned char *cs_skip(const unsigned char *p, const unsigned char 
 {
     uint64_t stk = 0;   /* bit 0 = innermost open container is an object */
     int d = depth;
-    int esc;
 value:
     if (p >= e) return NULL;
-    switch (*p) {
-    case '"':
-        esc = 0;
-        p = cs_str(p + 1, e, &esc);
-        if (!p) return NULL;
-        p++;
-        break;
-    case '{':
+    if (*p == '{') {
         if (++d > CS_MAX_DEPTH) return NULL;
         p = cs_ws(p + 1, e);
-        if (p < e && *p == '}') { p++; d--; break; }
+        if (p < e && *p == '}') { p++; d--; goto after; }
         stk = (stk << 1) | 1u;
         goto key;
-    case '[':
+    }
+    if (*p == '[') {
         if (++d > CS_MAX_DEPTH) return NULL;
         p = cs_ws(p + 1, e);
-        if (p < e && *p == ']') { p++; d--; break; }
+        if (p < e && *p == ']') { p++; d--; goto after; }
         stk <<= 1;
         goto value;
-    case 't':
-        if (e - p < 4 || !cs_same(p, "true", 4)) return NULL;
-        p += 4;
-        break;
-    case 'f':
-        if (e - p < 5 || !cs_same(p, "false", 5)) return NULL;
-        p += 5;
-        break;
-    case 'n':
-        if (e - p < 4 || !cs_same(p, "null", 4)) return NULL;
-        p += 4;
-        break;
-    default:
-        p = cs_num(p, e);
-        if (!p) return NULL;
-        break;
     }
+    p = cs_skip_scalar(p, e);
+    if (!p) return NULL;
 after:
     if (d == depth) return p;
     p = cs_ws(p, e);
@@ -368,13 +380,8 @@ after:
     }
     return NULL;
 key:
-    if (p >= e || *p != '"') return NULL;
-    esc = 0;
-    p = cs_str(p + 1, e, &esc);
+    p = cs_skip_key(p, e);
     if (!p) return NULL;
-    p = cs_ws(p + 1, e);
-    if (p >= e || *p != ':') return NULL;
-    p = cs_ws(p + 1, e);
     goto value;
 }
 
