@@ -328,39 +328,57 @@ Reassemble the tool calls of one streamed response.
         """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""
         return self._halted_at
 
-    cdef inline bint _ended(self):
+    cdef inline bint _ended(self) noexcept:
         return self._halting and self._ended_seen
 
     cdef int _feed(self, const unsigned char *p, Py_ssize_t n) except -1:
-        cdef const unsigned char *end
-        cdef const unsigned char *nl
         cdef const unsigned char *origin = p  # for a halt: where this read began
         cdef Py_ssize_t fed = n
-        cdef Py_ssize_t k, m
+        cdef Py_ssize_t k
         if n == 0 or self._halted_at >= 0:
             return 0
         self._fed = True
         if self._es:
             return self._feed_messages(p, n)
         if not self._started:
-            # A UTF-8 BOM may open the stream, possibly split across reads.
-            k = PyByteArray_GET_SIZE(self._tail)
-            while k < 3 and n > 0 and p[0] == _BOM[k]:
-                self._tail.append(p[0])
-                p += 1
-                n -= 1
-                k += 1
-            if k == 3:
-                self._offset += 3
-                del self._tail[:]
-            elif n == 0:
+            k = self._take_bom(p, n)
+            if k < 0:
                 return 0
-            self._started = True
-            # A partial BOM was ordinary bytes after all: they stay in the tail as line text.
+            p += k
+            n -= k
         if self._nd:
             return self._feed_lines(p, n)
         if self._ja:
             return self._feed_array(p, n)
+        return self._feed_sse(p, n, origin, fed)
+
+    cdef inline Py_ssize_t _take_bom(self, const unsigned char *p, Py_ssize_t n) except -2:
+        """Take the UTF-8 BOM that may open the stream, possibly split across reads.
+
+        Return how many bytes of p it took, or -1 when all of p may still be the start of one.
+        """
+        cdef Py_ssize_t k = PyByteArray_GET_SIZE(self._tail)
+        cdef Py_ssize_t taken = 0
+        while k < 3 and taken < n and p[taken] == _BOM[k]:
+            self._tail.append(p[taken])
+            taken += 1
+            k += 1
+        if k == 3:
+            self._offset += 3
+            del self._tail[:]
+        elif taken == n:
+            return -1
+        self._started = True
+        # A partial BOM was ordinary bytes after all: they stay in the tail as line text.
+        return taken
+
+    cdef int _feed_sse(self, const unsigned char *p, Py_ssize_t n, const unsigned char *origin,
+                       Py_ssize_t fed) except -1:
+        """Frame SSE in place: the line carried over first, then line by line; origin and fed are the read's."""
+        cdef const unsigned char *end
+        cdef const unsigned char *nl
+        cdef Py_ssize_t m
+        cdef int k
         if self._skip_lf:
             self._skip_lf = False
             if p[0] == b'\n':
@@ -387,17 +405,8 @@ Reassemble the tool calls of one streamed response.
             nl = self._line_end(p, end)
             if nl == NULL:
                 self._tail.extend((<const char *>p)[:n])
-                self._check_tail()
-                return 0
-            self._tail.extend((<const char *>p)[:nl - p])
-            m = PyByteArray_GET_SIZE(self._tail)
-            if m > self._max_event:
-                line_dropped(self._state, self._max_event, self._offset)
-                self._drop_event()
-            else:
-                self._line(<const unsigned char *>PyByteArray_AS_STRING(self._tail), m, self._offset)
-            del self._tail[:]
-            self._offset += m
+                return self._check_tail()
+            self._end_tail(p, nl - p)
             p = self._after_eol(nl, end)
             if self._halting and self._ended():
                 self._halted_at = fed if p == NULL else p - origin
@@ -408,8 +417,7 @@ Reassemble the tool calls of one streamed response.
             nl = self._line_end(p, end)
             if nl == NULL:
                 self._tail.extend((<const char *>p)[:end - p])
-                self._check_tail()
-                return 0
+                return self._check_tail()
             m = nl - p
             if m > self._max_event:
                 line_dropped(self._state, self._max_event, self._offset)
@@ -421,13 +429,7 @@ Reassemble the tool calls of one streamed response.
                 continue
             # The common event, one data line and a blank line (LF, or CRLF as Gemini sends),
             # read in place without a copy.
-            k = 0
-            if m >= 5 and not self._data_lines and not self._dropping and cs_same(p, b"data:", 5):
-                if nl[0] == b'\n' and nl + 1 < end and nl[1] == b'\n':
-                    k = 2
-                elif (nl[0] == b'\r' and nl + 3 < end and nl[1] == b'\n' and nl[2] == b'\r'
-                        and nl[3] == b'\n'):
-                    k = 4
+            k = self._whole_event_end(p, m, nl, end)
             if k:
                 self._data_offset = self._offset
                 _paths[FRAMED_SSE_DIRECT] += 1
@@ -449,6 +451,31 @@ Reassemble the tool calls of one streamed response.
                 return 0
             if p == NULL:
                 return 0
+        return 0
+
+    cdef inline int _whole_event_end(self, const unsigned char *p, Py_ssize_t m, const unsigned char *nl,
+                                     const unsigned char *end) noexcept:
+        """The length of the line end and blank line after a data line that is a whole event by itself, else 0."""
+        if m < 5 or self._data_lines or self._dropping or not cs_same(p, b"data:", 5):
+            return 0
+        if nl[0] == b'\n' and nl + 1 < end and nl[1] == b'\n':
+            return 2
+        if nl[0] == b'\r' and nl + 3 < end and nl[1] == b'\n' and nl[2] == b'\r' and nl[3] == b'\n':
+            return 4
+        return 0
+
+    cdef int _end_tail(self, const unsigned char *p, Py_ssize_t n) except -1:
+        """Join the line carried over from the last read with its n-byte end at p, and handle it."""
+        cdef Py_ssize_t m
+        self._tail.extend((<const char *>p)[:n])
+        m = PyByteArray_GET_SIZE(self._tail)
+        if m > self._max_event:
+            line_dropped(self._state, self._max_event, self._offset)
+            self._drop_event()
+        else:
+            self._line(<const unsigned char *>PyByteArray_AS_STRING(self._tail), m, self._offset)
+        del self._tail[:]
+        self._offset += m
         return 0
 
     cdef int _feed_lines(self, const unsigned char *p, Py_ssize_t n) except -1:
@@ -719,7 +746,7 @@ Reassemble the tool calls of one streamed response.
         self.cut_open()
         return 0
 
-    cdef inline const unsigned char *_line_end(self, const unsigned char *p, const unsigned char *end):
+    cdef inline const unsigned char *_line_end(self, const unsigned char *p, const unsigned char *end) noexcept:
         """Return where the line starting at p ends (its CR or LF), or NULL when it does not end here.
 
         Each byte is searched for a CR once per read (_cr_free marks how far none was found), so
@@ -738,7 +765,7 @@ Reassemble the tool calls of one streamed response.
             self._cr_free = stop
         return nl
 
-    cdef inline const unsigned char *_after_eol(self, const unsigned char *nl, const unsigned char *end):
+    cdef inline const unsigned char *_after_eol(self, const unsigned char *nl, const unsigned char *end) noexcept:
         """Step over the line end at nl, keeping _offset in step; NULL when the read is used up."""
         if nl[0] == b'\r':
             if nl + 1 == end:

@@ -97,7 +97,7 @@ cdef inline bint _empty_object(const cs_val *v):
     return True
 
 
-cdef inline cs_span _span(const cs_val *v):
+cdef inline cs_span _span(const cs_val *v) noexcept:
     cdef cs_span s
     s.p = v.p
     s.n = v.n
