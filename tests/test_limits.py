@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from _formats import CALLS, SENT_ARGUMENTS, build, whole_call_bodies
-from _streams import chunk, tool_delta
+from _streams import MISSING, chunk, tool_delta
 
 import callstitch
 from callstitch import Limits
@@ -620,7 +620,7 @@ MEMORY_CHILD = r'''
 import json, sys, tracemalloc
 sys.path.insert(0, sys.argv[3])
 from _formats import Call, build
-from _streams import chunk, tool_delta
+from _streams import MISSING, chunk, tool_delta
 from conftest import load_implementation
 
 class BigCall(Call):
@@ -699,6 +699,29 @@ def test_a_cut_call_takes_the_id_and_name_that_come_after_the_cut(impl):
     unlimited, cut = run(None), run(Limits(stream_bytes=0))
     assert cut_or_whole(cut, unlimited) == []
     assert (cut.tool_calls[0].id, cut.tool_calls[0].name) == ("call_1", "f") and is_cut(cut.tool_calls[0])
+
+
+@pytest.mark.parametrize("limits", [Limits(stream_bytes=0), Limits(call_bytes=3)], ids=["stream", "call"])
+@pytest.mark.parametrize("way", ["chunks", "add", "chunks-no-index", "add-no-index"])
+def test_a_name_changing_after_cut_arguments_still_starts_a_new_call(impl, limits, way):
+    # Found by the limits property test: under one index, a new name after arguments starts a new
+    # call. Cut at the limit, the first call's arguments were not kept, and the new name was taken
+    # for a rename of it: two calls became one.
+    def run(limits):
+        acc = impl.Accumulator(limits=limits)
+        index = None if way.endswith("no-index") else 0
+        for call_id, name, text in (("call_1", "f", '{"a": 1}'), (None, "g", "{}")):  # the name alone says so
+            if way.startswith("chunks"):
+                acc.feed(chunk([tool_delta(MISSING if index is None else index, id=call_id, name=name,
+                                           arguments=text)]))
+            else:
+                acc.add(index, id=call_id, name=name, arguments=text)
+        acc.feed(b"data: [DONE]\n\n")
+        return acc.finalize()
+    unlimited, limited = run(None), run(limits)
+    assert [c.name for c in unlimited.tool_calls] == ["f", "g"]
+    assert cut_or_whole(limited, unlimited) == []
+    assert [c.name for c in limited.tool_calls] == ["f", "g"] and is_cut(limited.tool_calls[0])
 
 
 def test_a_cut_cumulative_call_keeps_its_text_as_sent(impl):

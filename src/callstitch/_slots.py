@@ -274,7 +274,7 @@ class SlotBook:
         if index is None:
             slot = cs.latest
             if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
-                    name is not None and slot.name is not None and name != slot.name and slot.nfrags):
+                    name is not None and slot.name is not None and name != slot.name and _had_arguments(slot)):
                 slot = self._new_slot(cs, choice, name)
                 if slot is None:
                     return _refused(cs, None)
@@ -288,7 +288,7 @@ class SlotBook:
             cs.by_index[index] = slot
             return slot
         if (call_id is not None and slot.id is not None and call_id != slot.id and (name is not None or _complete(slot))) or (
-                name is not None and slot.name is not None and name != slot.name and slot.nfrags):
+                name is not None and slot.name is not None and name != slot.name and _had_arguments(slot)):
             slot = self._new_slot(cs, choice, name)
             if slot is None:
                 return _refused(cs, index)
@@ -595,6 +595,12 @@ def _refused(cs: ChoiceState, index: Any) -> None:
     if index is not None:
         del cs.by_index[index]
     return None
+
+
+def _had_arguments(slot: Slot) -> bool:
+    """Tell whether argument bytes came for a slot, kept or not: a limit may cut a call, never change where the next one starts."""
+    # Only a non-empty fragment reaches a size limit (_cut); an event dropped (cut_open) says nothing.
+    return slot.nfrags > 0 or slot.over == CUT_CALL_BYTES or slot.over == CUT_STREAM_BYTES
 
 
 def _complete(slot: Slot) -> bool:
