@@ -598,7 +598,7 @@ def _refused(cs: ChoiceState, index: Any) -> None:
 
 
 def _had_arguments(slot: Slot) -> bool:
-    """Tell whether argument bytes came for a slot, kept or not: a limit may cut a call, never change where the next one starts."""
+    """Tell whether argument bytes came for a slot, kept or not (a cut must not move where the next call starts)."""
     # Only a non-empty fragment reaches a size limit (_cut); an event dropped (cut_open) says nothing.
     return slot.nfrags > 0 or slot.over == CUT_CALL_BYTES or slot.over == CUT_STREAM_BYTES
 
