@@ -375,44 +375,14 @@ Reassemble the tool calls of one streamed response.
     cdef int _feed_sse(self, const unsigned char *p, Py_ssize_t n, const unsigned char *origin,
                        Py_ssize_t fed) except -1:
         """Frame SSE in place: the line carried over first, then line by line; origin and fed are the read's."""
-        cdef const unsigned char *end
+        cdef const unsigned char *end = p + n
         cdef const unsigned char *nl
         cdef Py_ssize_t m
         cdef int k
-        if self._skip_lf:
-            self._skip_lf = False
-            if p[0] == b'\n':
-                self._offset += 1
-                p += 1
-                n -= 1
-                if n == 0:
-                    return 0
-        end = p + n
-        self._cr_free = p  # no byte of this read is known CR-free yet
-        if self._skipping:
-            # The rest of a line over Limits.event_bytes: drop it up to its line end.
-            nl = self._line_end(p, end)
-            if nl == NULL:
-                self._offset += n
-                return 0
-            self._skipping = False
-            self._offset += nl - p
-            p = self._after_eol(nl, end)
-            if p == NULL:
-                return 0
-        if PyByteArray_GET_SIZE(self._tail):
-            # Finish the line carried over from the last read, then go on in place.
-            nl = self._line_end(p, end)
-            if nl == NULL:
-                self._tail.extend((<const char *>p)[:n])
-                return self._check_tail()
-            self._end_tail(p, nl - p)
-            p = self._after_eol(nl, end)
-            if self._halting and self._ended():
-                self._halted_at = fed if p == NULL else p - origin
-                return 0
-            if p == NULL:
-                return 0
+        m = self._sse_resume(p, n, origin, fed)
+        if m < 0:
+            return 0
+        p += m
         while p < end:
             nl = self._line_end(p, end)
             if nl == NULL:
@@ -439,19 +409,60 @@ Reassemble the tool calls of one streamed response.
                     self._dispatch_payload(p + 5, m - 5)
                 self._offset += m + k
                 p = nl + k
-                if self._halting and self._ended():
-                    self._halted_at = p - origin
-                    return 0
-                continue
-            self._line(p, m, self._offset)
-            self._offset += m
-            p = self._after_eol(nl, end)
-            if self._halting and self._ended():
+            else:
+                self._line(p, m, self._offset)
+                self._offset += m
+                p = self._after_eol(nl, end)
+            if self._ended():
                 self._halted_at = fed if p == NULL else p - origin
                 return 0
             if p == NULL:
                 return 0
         return 0
+
+    cdef Py_ssize_t _sse_resume(self, const unsigned char *p, Py_ssize_t n, const unsigned char *origin,
+                                Py_ssize_t fed) except -2:
+        """Take what the last read left open (a CR's LF, a line being dropped, a carried line) from the read at p.
+
+        Return how many of its n bytes that took, or -1 when nothing of the read is left to frame.
+        """
+        cdef const unsigned char *start = p
+        cdef const unsigned char *end = p + n
+        cdef const unsigned char *nl
+        if self._skip_lf:
+            self._skip_lf = False
+            if p[0] == b'\n':
+                self._offset += 1
+                p += 1
+                if p == end:
+                    return -1
+        self._cr_free = p  # no byte of this read is known CR-free yet
+        if self._skipping:
+            # The rest of a line over Limits.event_bytes: drop it up to its line end.
+            nl = self._line_end(p, end)
+            if nl == NULL:
+                self._offset += end - p
+                return -1
+            self._skipping = False
+            self._offset += nl - p
+            p = self._after_eol(nl, end)
+            if p == NULL:
+                return -1
+        if PyByteArray_GET_SIZE(self._tail):
+            # Finish the line carried over from the last read, then go on in place.
+            nl = self._line_end(p, end)
+            if nl == NULL:
+                self._tail.extend((<const char *>p)[:end - p])
+                self._check_tail()
+                return -1
+            self._end_tail(p, nl - p)
+            p = self._after_eol(nl, end)
+            if self._ended():
+                self._halted_at = fed if p == NULL else p - origin
+                return -1
+            if p == NULL:
+                return -1
+        return p - start
 
     cdef inline int _whole_event_end(self, const unsigned char *p, Py_ssize_t m, const unsigned char *nl,
                                      const unsigned char *end) noexcept:
