@@ -25,8 +25,6 @@ cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
     """Apply an OpenAI Responses event in place as _responses.handle does; 0 sends it the general way."""
     cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
     cdef Slot slot
-    cdef cs_span span
-    cdef object turn
     if _responses_delta(data, n, &v[1], &v[2]):
         _paths[PATH_RESPONSES_DELTA] += 1
         return acc._append_item(&v[1], &v[2])
@@ -40,17 +38,7 @@ cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
     if v[0].n > 9 and cs_same(v[0].p, b"response.", 9) and \
             (<const char *>v[0].p)[:v[0].n] not in _RESPONSES_HANDLED:
         return 1  # text done events, annotations …: the adapter lets them pass
-    if _is(&v[0], "response.created", 16) or _is(&v[0], "response.in_progress", 20) or _is(
-            &v[0], "response.queued", 15):
-        # The turn keeps the last lifecycle event as sent, read only if no end event comes.
-        _responses_turn(acc).lifecycle = PyBytes_FromStringAndSize(<const char *>data, n)
-        return 1
-    if _is(&v[0], "response.content_part.added", 27) or _is(&v[0], "response.content_part.done", 26) or _is(
-            &v[0], "response.reasoning_summary_part.added", 37) or _is(
-            &v[0], "response.reasoning_summary_part.done", 36):
-        # Where a part's text starts or ends in the choice's text: the turn keeps the event as sent.
-        _responses_turn(acc).parts.append([PyBytes_FromStringAndSize(<const char *>data, n), _responses_text_len(
-            acc, 0), _responses_text_len(acc, 1), _responses_text_len(acc, 2)])
+    if _responses_kept(acc, v, data, n):
         return 1
     if (_is(&v[0], "response.function_call_arguments.done", 37) or _is(&v[0], "response.output_item.done", 25)
             or _is(&v[0], "response.output_item.added", 26) or _is(&v[0], "response.completed", 18)
@@ -64,29 +52,60 @@ cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t 
         acc._complete_slot(slot)
         return 1
     if _is(&v[0], "response.output_item.done", 25) or _is(&v[0], "response.output_item.added", 26):
-        if _is(&v[3], "custom_tool_call", 16):
-            return 0  # a custom (free-form) tool call: the general way
-        if not _is(&v[3], "function_call", 13):
-            if v[3].kind == CS_T_STR and v[3].has_esc:
-                return 0  # an escaped type is read the general way
-            # A message, reasoning, a server tool: no call; the turn keeps the event as sent.
-            turn = _responses_turn(acc)
-            if v[0].n == 25:
-                turn.done.append(PyBytes_FromStringAndSize(<const char *>data, n))
-            else:
-                turn.added.append([PyBytes_FromStringAndSize(<const char *>data, n), None])
-            return 1
-        if v[0].n != 25 or v[4].kind != CS_T_STR or v[4].n == 0:
-            return 0  # registering a call: the general way
-        slot = acc._item(&v[4])
-        if slot is None:
-            return 0
-        acc._complete_slot(slot)
-        # The done item, as the adapter keeps it: read only if the turn is asked for and no end event has it.
-        _responses_turn(acc).done.append(PyBytes_FromStringAndSize(<const char *>data, n))
-        return 1
+        return _responses_item(acc, v, data, n)
     if _is(&v[0], "response.completed", 18) or _is(&v[0], "response.incomplete", 19):
         return _responses_end(acc, v, data, n)
+    return _responses_text(acc, v)
+
+
+cdef inline bint _responses_kept(Accumulator acc, const cs_val *v, const unsigned char *data,
+                                 Py_ssize_t n) except -1:
+    """Keep a lifecycle or content-part event in the turn, as sent; False when the event is neither."""
+    if _is(&v[0], "response.created", 16) or _is(&v[0], "response.in_progress", 20) or _is(
+            &v[0], "response.queued", 15):
+        # The turn keeps the last lifecycle event as sent, read only if no end event comes.
+        _responses_turn(acc).lifecycle = PyBytes_FromStringAndSize(<const char *>data, n)
+        return True
+    if _is(&v[0], "response.content_part.added", 27) or _is(&v[0], "response.content_part.done", 26) or _is(
+            &v[0], "response.reasoning_summary_part.added", 37) or _is(
+            &v[0], "response.reasoning_summary_part.done", 36):
+        # Where a part's text starts or ends in the choice's text: the turn keeps the event as sent.
+        _responses_turn(acc).parts.append([PyBytes_FromStringAndSize(<const char *>data, n), _responses_text_len(
+            acc, 0), _responses_text_len(acc, 1), _responses_text_len(acc, 2)])
+        return True
+    return False
+
+
+cdef int _responses_item(Accumulator acc, const cs_val *v, const unsigned char *data, Py_ssize_t n) except -1:
+    """Apply response.output_item.added / .done; 0 sends it the general way."""
+    cdef Slot slot
+    cdef object turn
+    if _is(&v[3], "custom_tool_call", 16):
+        return 0  # a custom (free-form) tool call: the general way
+    if not _is(&v[3], "function_call", 13):
+        if v[3].kind == CS_T_STR and v[3].has_esc:
+            return 0  # an escaped type is read the general way
+        # A message, reasoning, a server tool: no call; the turn keeps the event as sent.
+        turn = _responses_turn(acc)
+        if v[0].n == 25:
+            turn.done.append(PyBytes_FromStringAndSize(<const char *>data, n))
+        else:
+            turn.added.append([PyBytes_FromStringAndSize(<const char *>data, n), None])
+        return 1
+    if v[0].n != 25 or v[4].kind != CS_T_STR or v[4].n == 0:
+        return 0  # registering a call: the general way
+    slot = acc._item(&v[4])
+    if slot is None:
+        return 0
+    acc._complete_slot(slot)
+    # The done item, as the adapter keeps it: read only if the turn is asked for and no end event has it.
+    _responses_turn(acc).done.append(PyBytes_FromStringAndSize(<const char *>data, n))
+    return 1
+
+
+cdef inline int _responses_text(Accumulator acc, const cs_val *v) except -1:
+    """Add a text, reasoning or refusal delta to choice 0's text; 0 sends any other event the general way."""
+    cdef cs_span span
     if v[2].kind != CS_T_STR:
         return 0
     span = _span(&v[2])
