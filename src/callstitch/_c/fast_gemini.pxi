@@ -92,46 +92,13 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     cdef const unsigned char *entry_at[16]
     cdef Py_ssize_t entry_len[16]
     cdef int part_entries[16]
-    cdef int nparts = 0, nentries = 0, k, j, m, first, which
-    cdef long long run
+    cdef int nparts, k, first = 0
     cdef cs_val *part
-    cdef cs_span span
-    if not cs_extract(data, n, _GEMINI, 8, v) or not (v[5].kind & (CS_T_ABSENT | CS_T_NULL)) \
-            or v[4].kind == CS_T_STR or (not acc._seen and v[0].kind != CS_T_ARRAY):
-        return 0  # (a chunk without candidates is any JSON object: Gemini's only once the stream is)
-    if v[0].kind == CS_T_ARRAY and v[0].i == 1:
-        if (not _is_object(&v[6]) or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))
-                or not (v[7].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[7]))):
-            return 0
-        if v[3].kind == CS_T_ARRAY:
-            nparts = cs_items(v[3].p, v[3].n, part_at, part_len, 16)
-            if nparts < 0:
-                return 0
-        elif not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
-            return 0
-    elif not (v[0].kind & (CS_T_ABSENT | CS_T_NULL) or (v[0].kind == CS_T_ARRAY and v[0].i == 0)):
+    nparts = _gemini_candidate(acc, data, n, v, part_at, part_len)
+    if nparts < 0 or not _gemini_locate(nparts, part_at, part_len, parts, part_entries, entries, entry_at, entry_len):
         return 0
-    for k in range(nparts):
-        part_entries[k] = 0
-        if part_at[k][0] != b'{':
-            continue  # not an object: the adapter skips it
-        if not cs_extract(part_at[k], part_len[k], _GEMINI_PART, 9, parts[k]) or not _gemini_turn_part(parts[k],
-                                                                                                  part_at[k], part_len[k]):
-            return 0
-        if parts[k][7].kind == CS_T_ARRAY and parts[k][7].i:
-            m = cs_items(parts[k][7].p, parts[k][7].n, entry_at + nentries, entry_len + nentries, 16 - nentries)
-            if m < 0:
-                return 0
-            for j in range(nentries, nentries + m):
-                if entry_at[j][0] != b'{':
-                    entries[j][0].kind = 0  # not an object: unusable
-                elif not cs_extract(entry_at[j], entry_len[j], _GEMINI_ENTRY, 8, entries[j]):
-                    return 0
-            part_entries[k] = m
-            nentries += m
     _gemini_envelope(acc, data, n, &v[3], &v[4])
     choice = v[1].i if v[1].kind == CS_T_INT else 0
-    first = 0
     for k in range(nparts):
         if part_at[k][0] == b'{':
             part = parts[k]
@@ -139,22 +106,75 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
                 _gemini_call(acc, choice, part, entries[first], entry_at + first, entry_len + first,
                              part_entries[k])
             elif part[0].n or part[8].kind == CS_T_STR:  # a text part (_gemini_turn_part checked it is)
-                which = 1 if _is_true(&part[1]) else 0
-                run = v[1].i if v[1].kind == CS_T_INT else 0
-                run = run * 2 + which if 0 <= run < (1 << 40) else -2  # -2: never the open run's
-                if part[8].kind == CS_T_STR:
-                    _gemini_log(acc, _G_RUN, choice, which, _span_str_v(&part[8]), -1)
-                elif acc._gem_run != run:
-                    _gemini_log(acc, _G_RUN, choice, which, None, run)
-                if part[0].n:
-                    span = _span(&part[0])
-                    acc._text_span(choice, which, &span)
+                _gemini_text(acc, choice, &v[1], part)
         first += part_entries[k]
     if v[2].kind == CS_T_STR:
         _gemini.finish_choice(acc, acc._state, choice, _span_str_v(&v[2]))
     if v[4].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
         acc._raw_usage(&v[4])
     return 1
+
+
+cdef inline int _gemini_candidate(Accumulator acc, const unsigned char *data, Py_ssize_t n, cs_val *v,
+                                  const unsigned char **part_at, Py_ssize_t *part_len):
+    """Read the chunk's one candidate (or none) into v and locate its parts; their count, or -1 for the general way."""
+    cdef int nparts = 0
+    if not cs_extract(data, n, _GEMINI, 8, v) or not (v[5].kind & (CS_T_ABSENT | CS_T_NULL)) \
+            or v[4].kind == CS_T_STR or (not acc._seen and v[0].kind != CS_T_ARRAY):
+        return -1  # (a chunk without candidates is any JSON object: Gemini's only once the stream is)
+    if v[0].kind == CS_T_ARRAY and v[0].i == 1:
+        if (not _is_object(&v[6]) or not (v[1].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_INT))
+                or not (v[7].kind & (CS_T_ABSENT | CS_T_NULL) or _is_object(&v[7]))):
+            return -1
+        if v[3].kind == CS_T_ARRAY:
+            nparts = cs_items(v[3].p, v[3].n, part_at, part_len, 16)
+        elif not (v[3].kind & (CS_T_ABSENT | CS_T_NULL)):
+            return -1
+    elif not (v[0].kind & (CS_T_ABSENT | CS_T_NULL) or (v[0].kind == CS_T_ARRAY and v[0].i == 0)):
+        return -1
+    return nparts
+
+
+cdef inline bint _gemini_locate(int nparts, const unsigned char **part_at, Py_ssize_t *part_len, cs_val (*parts)[9],
+                                int *part_entries, cs_val (*entries)[8], const unsigned char **entry_at,
+                                Py_ssize_t *entry_len):
+    """Read each part, and each partialArgs entry in order over all parts; False if one is not read here."""
+    cdef int k, j, m, nentries = 0
+    for k in range(nparts):
+        part_entries[k] = 0
+        if part_at[k][0] != b'{':
+            continue  # not an object: the adapter skips it
+        if not cs_extract(part_at[k], part_len[k], _GEMINI_PART, 9, parts[k]) or not _gemini_turn_part(parts[k],
+                                                                                                  part_at[k], part_len[k]):
+            return False
+        if parts[k][7].kind == CS_T_ARRAY and parts[k][7].i:
+            m = cs_items(parts[k][7].p, parts[k][7].n, entry_at + nentries, entry_len + nentries, 16 - nentries)
+            if m < 0:
+                return False
+            for j in range(nentries, nentries + m):
+                if entry_at[j][0] != b'{':
+                    entries[j][0].kind = 0  # not an object: unusable
+                elif not cs_extract(entry_at[j], entry_len[j], _GEMINI_ENTRY, 8, entries[j]):
+                    return False
+            part_entries[k] = m
+            nentries += m
+    return True
+
+
+cdef inline int _gemini_text(Accumulator acc, object choice, const cs_val *index, const cs_val *part) except -1:
+    """Apply a text part (a thought or not, a signature or not) of the candidate at index, as _gemini._text_part does."""
+    cdef int which = 1 if _is_true(&part[1]) else 0
+    cdef long long run = index.i if index.kind == CS_T_INT else 0
+    cdef cs_span span
+    run = run * 2 + which if 0 <= run < (1 << 40) else -2  # -2: never the open run's
+    if part[8].kind == CS_T_STR:
+        _gemini_log(acc, _G_RUN, choice, which, _span_str_v(&part[8]), -1)
+    elif acc._gem_run != run:
+        _gemini_log(acc, _G_RUN, choice, which, None, run)
+    if part[0].n:
+        span = _span(&part[0])
+        acc._text_span(choice, which, &span)
+    return 0
 
 
 cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
