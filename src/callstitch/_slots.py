@@ -175,6 +175,23 @@ class SlotBook:
             slot.quirks |= bits
             self._append(slot, data)
 
+    def identify(self, choice: Any, index: Any, call_id: str | None, name: str | None) -> None:
+        """Give a known call the id and name it still lacks, from a later event that repeats its item.
+
+        Only what the call lacks is taken, and no quirk is noted: repeating a call's id and name in
+        a later event is the format's way (a Responses output_item.done), not a provider's quirk.
+        """
+        cs = self._choices.get(choice)
+        slot = cs.by_index.get(index) if cs is not None else None
+        if slot is None:
+            return
+        if call_id and slot.id is None:
+            slot.id = call_id
+            slot.call_nfrags = -1  # a call built already is built again, with it
+        if name and slot.name is None:
+            slot.name = name
+            slot.call_nfrags = -1
+
     def whole(self, choice: Any, call_id: Any, name: Any, arguments: Any) -> None:
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 

@@ -95,8 +95,8 @@ cdef int _responses_item(Accumulator acc, const cs_val *v, const unsigned char *
     if v[0].n != 25 or v[4].kind != CS_T_STR or v[4].n == 0:
         return 0  # registering a call: the general way
     slot = acc._item(&v[4])
-    if slot is None:
-        return 0
+    if slot is None or slot.id is None or slot.name is None:
+        return 0  # (a call still without its id or name: the general way takes them from the done item)
     acc._complete_slot(slot)
     # The done item, as the adapter keeps it: read only if the turn is asked for and no end event has it.
     _responses_turn(acc).done.append(PyBytes_FromStringAndSize(<const char *>data, n))

@@ -147,10 +147,13 @@ def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False,
         return None  # an item with no usable id cannot be told apart from the others
     calls = state.notes.calls
     call_id, name = item.get("call_id"), item.get("name")
+    call_id = call_id if type(call_id) is str else None
+    name = name if type(name) is str else None
     if key not in calls:
         calls.add(key)
-        (acc.custom_fragment if custom else acc.fragment)(
-            0, state.key(key), call_id if type(call_id) is str else None, name if type(name) is str else None, None)
+        (acc.custom_fragment if custom else acc.fragment)(0, state.key(key), call_id, name, None)
+    else:  # the item again (done, or added twice): it may bring the id or name the first one lacked
+        acc.identify(0, state.key(key), call_id, name)
     arguments = item.get("input" if custom else "arguments")
     if custom and arguments is not None and type(arguments) is not str:
         state.error("unexpected shape", "custom tool call input is not a string", offset, item)

@@ -26,6 +26,9 @@ class Sink(Protocol):
     def custom_fragment(self, choice: int, index: int | None, call_id: Any, name: str | None, text: Any) -> None:
         """Route one piece of a custom (free-form) tool call; its input text is appended as sent."""
 
+    def identify(self, choice: int, index: int, call_id: str | None, name: str | None) -> None:
+        """Give the known call at (choice, index) the id and name it still lacks; a repeat is no quirk."""
+
     def whole(self, choice: int, call_id: Any, name: str | None, arguments: Any) -> None:
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
