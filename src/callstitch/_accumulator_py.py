@@ -287,14 +287,15 @@ class Accumulator(SlotBook):
         return data[end:]
 
     def _chunk(self, payload: bytes, offset: int, long_run: bool | None) -> None:
-        """Apply one event's chunk: the commonest shape inline, every other through the general adapter.
+        """Apply one event's chunk: the commonest shapes inline, every other through the general adapter.
 
-        The twin of the compiled fast path. The inline part takes only a chunk that continues the
-        arguments of a call already seen, and makes of it the one fragment the general adapter
-        (_openai_chat) would; the adapter takes everything else.
+        The twin of the compiled fast path. The inline part takes a chunk that continues the
+        arguments of a call already seen, making of it the one fragment the general adapter
+        (_openai_chat) would, and a chunk that only ends its choice (_ends_choice); the adapter
+        takes everything else.
         """
         if not self._state.recognised:  # until an event of the format has come, every event goes the general way
-            _dispatch.handle_event(self, self._state, None, payload, offset)
+            _dispatch.handle_event(self, self._state, None, payload, offset, long_run)
             return
         try:
             # loads_exact's test written out: no long digit run in the read (long_run False), no call to it
@@ -306,33 +307,64 @@ class Accumulator(SlotBook):
             choices = chunk["choices"]
             choice = choices[0]
             delta = choice["delta"]
-            calls = delta["tool_calls"]
+            number = choice["index"]
+        except (KeyError, IndexError, TypeError):
+            pass  # not a shape read inline
+        else:
+            if type(delta) is dict:
+                # Tested, not caught: an exception costs as much as a chunk's parse (~0.5 us).
+                calls = delta.get("tool_calls")
+                if calls is not None:
+                    if self._continues_call(payload, long_run, chunk, choices, choice, delta, number, calls):
+                        return
+                elif not delta and self._ends_choice(chunk, choices, choice, number):
+                    return
+        _openai_chat.handle_chunk(self, self._state, chunk, offset)
+
+    def _continues_call(self, payload: bytes, long_run: bool | None, chunk: dict, choices: Any, choice: Any,
+                        delta: dict, number: Any, calls: Any) -> bool:
+        """Take a chunk that continues a known call's arguments as the adapter would (one fragment); else False."""
+        try:
             call = calls[0]
             function = call["function"]
             arguments = function["arguments"]
             index = call["index"]
-            number = choice["index"]
         except (KeyError, IndexError, TypeError):
-            pass  # not the commonest shape
-        else:
-            # The subscripts above succeed only on dicts (chunk, choice, delta, call, function) and on
-            # lists (choices, calls: a string there would have failed one step later), so those
-            # types need no check of their own.
-            if (type(arguments) is str and type(index) is int and type(number) is int and len(choices) == 1
-                    and len(delta) == 1 and len(calls) == 1 and chunk.get("usage") is None
-                    and chunk.get("error") is None and "message" not in choice
-                    and choice.get("finish_reason") is None and call.get("id") is None
-                    and function.get("name") is None
-                    and _openai_chat.nothing_for_the_turn(self._state.turn, chunk, choice, call, function)):
-                cs = self._choices.get(number)
-                slot = cs.by_index.get(index) if cs is not None else None
-                if slot is not None and slot.nfrags:
-                    # All the adapter would do with it: one fragment of a call it has seen.
-                    self.fragment(number, index, None, None, arguments)
-                    if arguments and long_run is False and self._layout_tries:
-                        self._learn_layout(payload, number, index)
-                    return
-        _openai_chat.handle_chunk(self, self._state, chunk, offset)
+            return False
+        # The subscripts succeed only on dicts (chunk, choice, call, function) and on lists (choices,
+        # calls: a string there would have failed one step later), so those types need no check of their own.
+        if not (type(arguments) is str and type(index) is int and type(number) is int and len(choices) == 1
+                and len(delta) == 1 and len(calls) == 1 and chunk.get("usage") is None
+                and chunk.get("error") is None and "message" not in choice
+                and choice.get("finish_reason") is None and call.get("id") is None
+                and function.get("name") is None
+                and _openai_chat.nothing_for_the_turn(self._state.turn, chunk, choice, call, function)):
+            return False
+        cs = self._choices.get(number)
+        slot = cs.by_index.get(index) if cs is not None else None
+        if slot is None or not slot.nfrags:
+            return False
+        # All the adapter would do with it: one fragment of a call it has seen.
+        self.fragment(number, index, None, None, arguments)
+        if arguments and long_run is False and self._layout_tries:
+            self._learn_layout(payload, number, index)
+        return True
+
+    def _ends_choice(self, chunk: dict, choices: Any, choice: Any, number: Any) -> bool:
+        """Take a chunk that only ends its choice (delta empty) as the adapter would; else False.
+
+        Its finish reason is recorded and the choice's calls handed over: all the general adapter
+        does with such a chunk of one choice, once the turn needs nothing of it.
+        """
+        reason = choice.get("finish_reason")
+        turn = self._state.turn
+        if not (type(reason) is str and type(number) is int and len(choices) == 1 and turn is not None
+                and chunk.get("usage") is None and chunk.get("error") is None and "message" not in choice
+                and _openai_chat.nothing_for_the_turn(turn, chunk, choice)):
+            return False
+        self._state.finish(number, reason)
+        self.complete(number, None)
+        return True
 
     def _learn_layout(self, payload: bytes, number: int, index: int) -> None:
         """Note the bytes of a chunk the inline path just took, but for its arguments' (and obfuscation's) text.
