@@ -2,12 +2,15 @@
 
 usage: python benchmarks/pure.py [--responses N] [--rounds R]
        python benchmarks/pure.py --ab SRC_A SRC_B [--rounds R]
+       python benchmarks/pure.py --floor
 
 Prints the machine and versions, then three ratios of the pure twin ("callstitch-py"):
   chat    its MB/s over the loop's on the chat workload (target >= 0.8)
   linear  its bytes/s on a 2 MB call over a 20 KB call, each one whole reassemble body (target ~1.0)
   tiny    its time per tiny stream (Accumulator() + one feed + finalize) over the loop's (target <= 2)
 --ab alternates two builds (src dirs) in subprocesses, round by round, and prints both.
+--floor prints what a tiny stream costs the pure twin before any per-event logic: its
+Accumulator, the objects its Result is made of, and the three parses the loop makes too.
 """
 
 from __future__ import annotations
@@ -74,6 +77,52 @@ def figures(responses: int, repeats: int) -> dict:
             "tiny": t["tiny_twin"] / t["tiny_loop"], "tiny_us": t["tiny_twin"] / len(tiny) * 1e6}
 
 
+def _per_call(fn, n: int = 20_000, repeats: int = 7) -> float:
+    """Return the best time of one call of fn, in microseconds."""
+    out = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        out = min(out, time.perf_counter() - t0)
+    return out / n * 1e6
+
+
+def floor() -> None:
+    """Print the tiny stream's cost to the pure twin and the parts of it no per-event logic can remove."""
+    os.environ["CALLSTITCH_NO_EXTENSIONS"] = "1"
+    import orjson
+
+    import contenders
+    from callstitch._accumulator_py import Accumulator
+    from callstitch._finalize import make_call, one_choice_result
+    from callstitch._state import StreamState
+    from callstitch._turns.openai_chat import ChatTurn
+    loop, twin = contenders._seed_loop(orjson.loads), contenders._twin("py")
+    arguments = bytearray(b'{"city": "Paris"}')
+    payloads = [event[6:] for event in TINY.split(b"\n\n")[:2]]
+
+    def result_objects() -> None:
+        state = StreamState("openai-chat")
+        state.turn = ChatTurn()
+        one_choice_result([make_call(0, 0, "call_1", "get_weather", arguments, None, 0, 0)], None, state)
+
+    def parses() -> None:
+        for payload in payloads:
+            orjson.loads(payload)
+        orjson.loads(arguments)
+
+    parts = {"the loop": lambda: loop(TINY), "the pure twin": lambda: twin(TINY),
+             "its Accumulator()": lambda: Accumulator("openai-chat"),
+             "its Result's objects (state, turn, call, result)": result_objects,
+             "the three parses": parses}
+    times = {name: _per_call(fn) for name, fn in parts.items()}
+    for name, us in times.items():
+        print(f"{name:50} {us:6.2f} us  {us / times['the loop']:.2f}x the loop")
+    fixed = sum(list(times.values())[2:])
+    print(f"{'floor (the last three)':50} {fixed:6.2f} us  {fixed / times['the loop']:.2f}x the loop")
+
+
 def ab(a: str, b: str, rounds: int, responses: int) -> None:
     """Alternate builds a and b (src dirs), one subprocess per round each; print the per-figure medians."""
     runs: dict[str, list] = {a: [], b: []}
@@ -96,6 +145,7 @@ def main() -> None:
     p.add_argument("--responses", type=int, default=100)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--ab", nargs=2, metavar="SRC")
+    p.add_argument("--floor", action="store_true", help="the tiny stream's floor, part by part")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:
@@ -104,6 +154,9 @@ def main() -> None:
     import compare
     print(compare.machine())
     print(compare.versions())
+    if args.floor:
+        floor()
+        return
     if args.ab:
         ab(*args.ab, args.rounds, args.responses)
         return
