@@ -77,17 +77,6 @@ def figures(responses: int, repeats: int) -> dict:
             "tiny": t["tiny_twin"] / t["tiny_loop"], "tiny_us": t["tiny_twin"] / len(tiny) * 1e6}
 
 
-def _per_call(fn, n: int = 20_000, repeats: int = 7) -> float:
-    """Return the best time of one call of fn, in microseconds."""
-    out = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        out = min(out, time.perf_counter() - t0)
-    return out / n * 1e6
-
-
 def floor() -> None:
     """Print the tiny stream's cost to the pure twin and the parts of it no per-event logic can remove."""
     os.environ["CALLSTITCH_NO_EXTENSIONS"] = "1"
@@ -116,10 +105,11 @@ def floor() -> None:
              "its Accumulator()": lambda: Accumulator("openai-chat"),
              "its Result's objects (state, turn, call, result)": result_objects,
              "the three parses": parses}
-    times = {name: _per_call(fn) for name, fn in parts.items()}
+    calls = range(20_000)
+    times = {name: best(lambda _call, fn=fn: fn(), calls, 7) / len(calls) * 1e6 for name, fn in parts.items()}
     for name, us in times.items():
         print(f"{name:50} {us:6.2f} us  {us / times['the loop']:.2f}x the loop")
-    fixed = sum(list(times.values())[2:])
+    fixed = sum(us for name, us in times.items() if name not in ("the loop", "the pure twin"))
     print(f"{'floor (the last three)':50} {fixed:6.2f} us  {fixed / times['the loop']:.2f}x the loop")
 
 

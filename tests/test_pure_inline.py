@@ -41,21 +41,26 @@ def ended(monkeypatch):
     return seen
 
 
-def general(data: bytes, monkeypatch):
-    """The pure twin's result with the inline end declined: the general adapter takes every such chunk."""
-    with monkeypatch.context() as m:
-        m.setattr(_accumulator_py.Accumulator, "_ends_choice", lambda self, *args: False)
-        acc = _accumulator_py.Accumulator("openai-chat")
-        early = acc.feed(data)
-        result = acc.finalize()
-    return result, [(c.id, c.name, c.raw_arguments) for c in early]
-
-
 def inline(data: bytes):
+    """The pure twin's result and the calls its feed handed over, the inline end allowed."""
     acc = _accumulator_py.Accumulator("openai-chat")
     early = acc.feed(data)
     result = acc.finalize()
     return result, [(c.id, c.name, c.raw_arguments) for c in early]
+
+
+def general(data: bytes, monkeypatch):
+    """The same with the inline end declined: the general adapter takes every such chunk."""
+    with monkeypatch.context() as m:
+        m.setattr(_accumulator_py.Accumulator, "_ends_choice", lambda self, *args: False)
+        return inline(data)
+
+
+def assert_as_general(data: bytes, result, early, monkeypatch) -> None:
+    """Hold the result, its errors, the calls handed over and the turn to what the general adapter gives."""
+    expected, expected_early = general(data, monkeypatch)
+    assert (result, [str(e) for e in result.errors], early, result.to_response()) == (
+        expected, [str(e) for e in expected.errors], expected_early, expected.to_response())
 
 
 @pytest.mark.parametrize("end", [COMMON_END, TINY_END], ids=["with-envelope", "bare"])
@@ -68,8 +73,7 @@ def test_the_common_last_chunk_is_taken_inline(both, ended, monkeypatch, end):
     acc = _accumulator_py.Accumulator("openai-chat")
     assert [c.id for c in acc.feed(data[:data.index(b"[DONE]")])] == ["call_1"]  # by the end chunk, before [DONE]
     assert result.finish_reason == "tool_calls" and result.complete
-    expected, expected_early = general(data, monkeypatch)
-    assert (result, early, result.to_response()) == (expected, expected_early, expected.to_response())
+    assert_as_general(data, result, early, monkeypatch)
     agree(both, data, "openai-chat")
 
 
@@ -96,9 +100,7 @@ def test_a_near_shape_goes_the_general_way_with_the_same_result(both, ended, mon
     ended.clear()
     result, early = inline(data)
     assert True not in ended
-    expected, expected_early = general(data, monkeypatch)
-    assert (result, [str(e) for e in result.errors], early, result.to_response()) == (
-        expected, [str(e) for e in expected.errors], expected_early, expected.to_response())
+    assert_as_general(data, result, early, monkeypatch)
     agree(both, data, "openai-chat")
 
 
@@ -116,9 +118,7 @@ def test_a_chunk_with_more_than_an_end_is_not_read_as_one(both, ended, monkeypat
     ended.clear()
     result, early = inline(data)
     assert ended == []
-    expected, expected_early = general(data, monkeypatch)
-    assert (result, [str(e) for e in result.errors], early) == (expected, [str(e) for e in expected.errors],
-                                                              expected_early)
+    assert_as_general(data, result, early, monkeypatch)
     agree(both, data, "openai-chat")
 
 
