@@ -8,6 +8,9 @@ Prints the machine and versions, then three ratios of the pure twin ("callstitch
   chat    its MB/s over the loop's on the chat workload (target >= 0.8)
   linear  its bytes/s on a 2 MB call over a 20 KB call, each one whole reassemble body (target ~1.0)
   tiny    its time per tiny stream (Accumulator() + one feed + finalize) over the loop's (target <= 2)
+and one more, with no target: reads, its MB/s on the chat workload fed one event per feed (as a
+gateway's reads mostly come) over the loop's on the same bodies whole (a loop fed by reads would
+only add its buffering to its time).
 --ab alternates two builds (src dirs) in subprocesses, round by round, and prints both.
 --floor prints what a tiny stream costs the pure twin before any per-event logic: its
 Accumulator, the objects its Result is made of, and the three parses the loop makes too.
@@ -57,16 +60,28 @@ def figures(responses: int, repeats: int) -> dict:
     bodies = [b for b, _ in work]
     if contenders.check(twin, work):
         raise SystemExit("the pure twin is WRONG on the chat workload")
+    accumulator = contenders.twin("py").Accumulator
+
+    def by_reads(reads: list) -> list:
+        acc = accumulator(format="openai-chat")
+        for read in reads:
+            acc.feed(read)
+        return [(c.id, c.name, c.arguments) for c in acc.finalize().tool_calls]
+
+    reads = [[event + b"\n\n" for event in body.split(b"\n\n") if event] for body in bodies]
+    if any(by_reads(r) != loop(body) for r, body in zip(reads, bodies)):
+        raise SystemExit("the pure twin is WRONG on the chat workload fed event by event")
     small = [workload.long_call(20_000, seed)[0] for seed in range(30)]
     big = [workload.long_call(2_000_000)[0]]
     tiny = [TINY] * 5_000
     expected = loop(TINY)
     if twin(TINY) != expected or twin(big[0]) != loop(big[0]):
         raise SystemExit("the pure twin is WRONG on the tiny or the big body")
-    t = {k: float("inf") for k in ("twin", "loop", "small", "big", "tiny_twin", "tiny_loop")}
+    t = {k: float("inf") for k in ("twin", "loop", "reads", "small", "big", "tiny_twin", "tiny_loop")}
     for _ in range(repeats):  # each round goes through all, so a burst of load favours none
         t["twin"] = min(t["twin"], best(twin, bodies, 1))
         t["loop"] = min(t["loop"], best(loop, bodies, 1))
+        t["reads"] = min(t["reads"], best(by_reads, reads, 1))
         t["small"] = min(t["small"], best(twin, small, 1))
         t["big"] = min(t["big"], best(twin, big, 1))
         t["tiny_twin"] = min(t["tiny_twin"], best(twin, tiny, 1))
@@ -74,7 +89,8 @@ def figures(responses: int, repeats: int) -> dict:
     size = sum(map(len, bodies))
     return {"chat": t["loop"] / t["twin"], "chat_MBps": size / t["twin"] / MB,
             "linear": (len(big[0]) / t["big"]) / (sum(map(len, small)) / t["small"]),
-            "tiny": t["tiny_twin"] / t["tiny_loop"], "tiny_us": t["tiny_twin"] / len(tiny) * 1e6}
+            "tiny": t["tiny_twin"] / t["tiny_loop"], "tiny_us": t["tiny_twin"] / len(tiny) * 1e6,
+            "reads": t["loop"] / t["reads"]}
 
 
 def floor() -> None:
@@ -154,6 +170,7 @@ def main() -> None:
     print(f"chat    {f['chat']:.2f}x the orjson loop ({f['chat_MBps']:.1f} MB/s; target >= 0.8)")
     print(f"linear  {f['linear']:.2f} (2 MB call vs 20 KB call, bytes/s; target ~1.0)")
     print(f"tiny    {f['tiny']:.2f}x the loop's time per tiny stream ({f['tiny_us']:.1f} us; target <= 2)")
+    print(f"reads   {f['reads']:.2f}x the orjson loop, fed one event per feed (the loop fed whole bodies)")
 
 
 if __name__ == "__main__":

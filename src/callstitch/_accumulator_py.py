@@ -206,6 +206,25 @@ class Accumulator(SlotBook):
                 pos += len(piece) + 8
                 if halting and state.ended:
                     return self._halt(pos)
+        self._take_rest(rest, pos, inline, runs)
+
+    def _take_rest(self, rest: bytes, pos: int, inline: bool, runs: bool | None) -> None:
+        """Frame what follows a read's last blank line but one: a last whole event, lines, a tail kept."""
+        state = self._state
+        # Most network reads end where an event ends, and many hold just that one event: a last
+        # one-line event is read inline as the ones before it are, not line by line.
+        if inline and rest[-2:] == b"\n\n" and rest[:6] == b"data: " and rest.find(b"\n") == len(rest) - 2:
+            payload = rest[6:-2]
+            if payload[:1] == b"{":
+                if not (runs is False and payload.startswith(self._layout_head) and self._same_layout(payload)):
+                    self._chunk(payload, pos, runs)
+            else:  # [DONE] or other text: what the event's dispatch would do with it
+                _dispatch.handle_event(self, state, None, payload, pos)
+            self._tail = b""
+            self._offset = pos + len(rest)
+            if self._halting and state.ended:
+                self._halt(self._offset)
+            return
         # Complete lines after the last blank line are taken now, so no line is read twice.
         end = rest.rfind(b"\n")
         if end >= 0:
