@@ -1,13 +1,14 @@
 """Coverage-guided fuzzing of both accumulator twins with atheris.
 
-Each input is split into a format choice, read sizes, random limits and a body; both twins
-reassemble it and must agree, and neither may crash or raise; and under the random limits every
-call must be the unlimited one whole or marked cut (never altered), every text a prefix of the
-unlimited one (tests/_cutcheck.py). Run it (see fuzz/README.md):
+Each input is split into a format choice, read sizes, random limits, whether reads also end where
+each event ends, and a body; both twins reassemble it and must agree, and neither may crash or
+raise; and under the random limits every call must be the unlimited one whole or marked cut (never
+altered), every text a prefix of the unlimited one (tests/_cutcheck.py). Run it (see fuzz/README.md):
 
     python fuzz/fuzz_accumulator.py fuzz/corpus -max_total_time=600
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -88,8 +89,11 @@ def test_one_input(data):
     limits = LIMITS if fdp.ConsumeBool() else None
     cut_limits = random_limits(fdp)
     raw_cuts = [fdp.ConsumeIntInRange(0, 1 << 16) for _ in range(fdp.ConsumeIntInRange(0, 8))]
+    event_reads = fdp.ConsumeBool()
     body = fdp.ConsumeBytes(fdp.remaining_bytes())
     cuts = sorted(cut % (len(body) + 1) for cut in raw_cuts)
+    if event_reads:  # reads that also end where each event ends, as most network reads do
+        cuts = sorted(set(cuts).union(m.end() for m in re.finditer(rb"\n\n|\r\n\r\n", body)))
     c = run(_accumulator_c, fmt, body, cuts, limits)
     py = run(_accumulator_py, fmt, body, cuts, limits)
     if c != py:
