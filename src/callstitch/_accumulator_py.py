@@ -209,7 +209,7 @@ class Accumulator(SlotBook):
         self._take_rest(rest, pos, inline, runs)
 
     def _take_rest(self, rest: bytes, pos: int, inline: bool, runs: bool | None) -> None:
-        """Frame what follows a read's last blank line but one: a last whole event, lines, a tail kept."""
+        """Frame the end of a read, after its last split: a whole one-line event inline, else lines and a tail."""
         state = self._state
         # Most network reads end where an event ends, and many hold just that one event: a last
         # one-line event is read inline as the ones before it are, not line by line.
