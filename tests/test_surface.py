@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import inspect
 import os
@@ -350,9 +351,22 @@ def test_tee_refuses_an_async_on_call_when_called():
         async def __call__(self, call):
             pass
 
-    for handler in (record, Handler()):
+        async def method(self, call):
+            pass
+
+    for handler in (record, Handler(), Handler().method, functools.partial(record)):
         with pytest.raises(TypeError, match="coroutine function.*use atee"):
             callstitch.tee([BODIES["anthropic"]], on_call=handler)
+
+
+def test_tee_takes_an_on_call_that_returns_a_value(impl):
+    # Only an awaitable is refused: a sync on_call may return anything (list.append's None, a count, a dict).
+    seen = []
+    for handler in (seen.append, lambda call: seen.append(call) or len(seen), lambda call: {"id": call.id}):
+        t = Tee([BODIES["anthropic"]], on_call=handler, accumulator=impl.Accumulator())
+        assert list(t) == [BODIES["anthropic"]]
+        assert len(t.result.tool_calls) == len(CALLS)
+    assert [c.name for c in seen] == [c.name for c in CALLS] * 2
 
 
 def test_tee_refuses_an_on_call_that_returns_an_awaitable(impl):

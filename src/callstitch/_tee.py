@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from types import FunctionType
 from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 
 from ._accumulator import Accumulator
@@ -35,10 +36,14 @@ class _Tap:
 
     def _hand(self, calls: list[ToolCall]) -> None:
         """Give on_call the calls one chunk completed."""
+        if not calls:
+            return
         handed = self._handing()
         for call in calls:
             handed.add(id(call))
-            _refuse_awaitable(self._on_call(call))  # type: ignore[misc]
+            value = self._on_call(call)  # type: ignore[misc]
+            if value is not None:  # (most on_calls return None: no isawaitable() for them)
+                _refuse_awaitable(value)
 
     def _left(self) -> list[ToolCall]:
         """Finish the stream; return, once, the calls on_call is still due (those the protocol never closed)."""
@@ -60,13 +65,18 @@ class _Tap:
     @property
     def result(self) -> Result:
         """Return the Result of what has passed so far (the stream is finished on first access)."""
-        self._finish()
-        assert self._result is not None
-        return self._result
+        result = self._result
+        if result is None or not (self._settled or self._on_call is None):
+            self._finish()  # (read after the iteration, as most are, it is finished: no calls to make)
+            result = self._result
+            assert result is not None
+        return result
 
 
 def _is_async(fn: Any) -> bool:
     """Tell whether calling fn returns a coroutine: an async def function, or an object whose __call__ is one."""
+    if type(fn) is FunctionType:  # the common on_call: a function's own __call__ is never async (one look, not two)
+        return inspect.iscoroutinefunction(fn)
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
