@@ -59,6 +59,22 @@ def agree(both, body, fmt="ollama", limits=None, seeds=range(4)):
     return first[0]
 
 
+def halted_run(impl, reads, fmt="openai-chat"):
+    """Feed reads to an accumulator that halts at the terminator (a batch job's); return the bytes it took and its result.
+
+    The bytes taken are -1 when it never halted.
+    """
+    acc = impl.Accumulator(format=fmt)
+    acc.halt_at_end()
+    used = 0
+    for read in reads:
+        acc.feed(read)
+        if acc.halted() >= 0:
+            return used + acc.halted(), acc.finalize()
+        used += len(read)
+    return -1, acc.finalize()
+
+
 def agree_whole(both, body, fmt):
     """Reassemble body whole with both twins: the same result, errors and turn.
 

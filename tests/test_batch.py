@@ -102,6 +102,20 @@ def test_crlf_and_whitespace_between_responses(twin, tmp_path):
     assert batch.summary.streams == 4
 
 
+@pytest.mark.parametrize("between", [b": ping\n", b"retry: 5\n", b"id: 7\n", b"event: completion\n", b""],
+                         ids=["comment", "retry", "id", "event name", "nothing"])
+def test_a_line_after_the_terminator_does_not_join_the_responses(twin, tmp_path, between):
+    # A keep-alive or a field right after [DONE], in the same framing as the next response's first
+    # event: each twin still reads two responses, not one with every call sent twice.
+    bodies = _bodies("openai-chat", n=2, seed=5)
+    path = _write(tmp_path, "between.sse", bodies[0] + between + bodies[1])
+    batch = callstitch.reassemble_many([path], format="openai-chat")
+    records = list(batch)
+    assert batch.summary.streams == 2
+    assert [(r["stream"], r["id"], r["arguments"], r["quirks"]) for r in records] == [
+        (r["stream"], r["id"], r["arguments"], r["quirks"]) for r in _expected(twin, bodies, path)]
+
+
 def test_terminator_text_inside_arguments_does_not_cut():
     # "[DONE]" and "message_stop" inside a JSON string are escaped context, not terminators.
     chunk = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'

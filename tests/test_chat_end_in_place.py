@@ -8,7 +8,7 @@ integer beyond 64 bits, a [DONE] with spaces or an event name, data after [DONE]
 """
 
 import pytest
-from conftest import agree, agree_whole
+from conftest import agree, agree_whole, halted_run
 
 from _streams import DONE, chunk, finish, tool_delta
 
@@ -100,17 +100,9 @@ def test_done_halts_a_batch_read_where_the_pure_twin_halts(both, pieces):
     body = stream(usage_chunk(USAGE), DONE)
     data = body + b"data: {not json\n\n" + stream()
     seen = []
+    step = -(-len(data) // pieces)
     for impl in both:
-        acc = impl.Accumulator(format="openai-chat")
-        acc.halt_at_end()
-        step = -(-len(data) // pieces)
-        fed = 0
-        for k in range(0, len(data), step):
-            acc.feed(data[k:k + step])
-            if acc.halted() >= 0:
-                fed = k + acc.halted()
-                break
-        result = acc.finalize()
+        fed, result = halted_run(impl, [data[k:k + step] for k in range(0, len(data), step)])
         seen.append((fed, result, [str(e) for e in result.errors], result.to_response()))
     assert seen[0] == seen[1]
     assert seen[0][0] == len(body) and not seen[0][2]

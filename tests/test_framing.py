@@ -5,6 +5,7 @@ import json
 import pytest
 
 from _streams import DONE, bytewise, chunk, dumps, feed_split, finish, summary, tool_delta
+from conftest import halted_run
 
 ARGS = '{"city": "Paris", "note": "café ☕ 東京 😀"}'
 PARSED = {"city": "Paris", "note": "café ☕ 東京 😀"}
@@ -459,3 +460,45 @@ def test_a_read_larger_than_the_framing_window_reads_as_small_reads(impl, eol):
     assert len(body) > 3 * 65536 and not a.errors and a.complete
     assert [(c.id, c.raw_arguments) for c in a.tool_calls] == [(c.id, c.raw_arguments) for c in b.tool_calls]
     assert a.tool_calls[0].arguments["k"] == 0
+
+
+RESPONSE = (chunk([tool_delta(0, id="c1", name="f", arguments='{"a": 1}')]) + chunk([finish("tool_calls")]) + DONE)
+AFTER_DONE = {
+    # what may follow a response's terminator in a file of back-to-back responses
+    "a retry field": b"retry: 5\n\n",
+    "a comment": b": ping\n\n",
+    "a comment, then the next response": b": ping\n" + RESPONSE,
+    "an id field, then the next response": b"id: 7\n\n" + RESPONSE,
+    "the next response's event name": b"event: completion\n" + RESPONSE,
+    "a stray line, then the next response": b"<html>\n" + RESPONSE,
+    "the next response at once": RESPONSE,
+}
+
+
+@pytest.mark.parametrize("step", [None, 1, 5, 61], ids=["whole", "bytewise", "5", "61"])
+@pytest.mark.parametrize("after", list(AFTER_DONE.values()), ids=list(AFTER_DONE))
+def test_a_halt_stops_right_after_the_terminator_whatever_line_follows(both, after, step):
+    # No line after [DONE] is read into the stream, even where it shares its framing with the
+    # terminator's event (the pure twin frames such a stretch line by line).
+    data = RESPONSE + after
+    alone = both[0].reassemble(RESPONSE, format="openai-chat")
+    seen = []
+    size = step or len(data)
+    for impl in both:
+        used, result = halted_run(impl, [data[k:k + size] for k in range(0, len(data), size)])
+        seen.append((used, result, [str(e) for e in result.errors]))
+    assert seen[0] == seen[1]
+    assert seen[0][:2] == (len(RESPONSE), alone)
+
+
+@pytest.mark.parametrize("more", [RESPONSE, b": ping\n\n" + RESPONSE, b"event: x\ndata: {}\n\n"])
+def test_halt_at_end_asked_after_the_terminator_halts_at_once(both, more):
+    alone = both[0].reassemble(RESPONSE, format="openai-chat")
+    for impl in both:
+        acc = impl.Accumulator(format="openai-chat")
+        acc.feed(RESPONSE)
+        assert acc.halted() == -1
+        acc.halt_at_end()
+        assert acc.halted() == 0  # none of what is fed from now on is this stream's
+        assert acc.feed(more) == [] and acc.halted() == 0
+        assert acc.finalize() == alone

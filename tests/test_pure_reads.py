@@ -114,6 +114,14 @@ NEAR = {
     "the BOM alone": [b"\xef\xbb", b"\xbf", OPEN, *PIECES, END, DONE],
     "another format's event": [b'data: {"type":"message_start","message":{}}\n\n', OPEN, *PIECES, END, DONE],
     "an unknown key": [OPEN, chunk([tool_delta(0, arguments="{}")], provider="x"), END, DONE],
+    "a long digit run the turn keeps": [OPEN, *PIECES, chunk([finish("tool_calls")], usage={"total_tokens": BIG}),
+                                        DONE],
+    "a space after the object": [OPEN, PIECES[0][:-2] + b" \n\n", *PIECES[1:], END, DONE],
+    "a read one byte into the next line": [OPEN, PIECES[0][:-1] + b"d", b"ata: x\n\n", *PIECES[1:], END, DONE],
+    # a read-alone event while an event is half read: its data line belongs to that event
+    "a data line, then the rest": [OPEN, PIECES[0][:PIECES[0].index(b'"delta"')] + b"\n",
+                                   b"data: " + PIECES[0][PIECES[0].index(b'"delta"'):], *PIECES[1:], END, DONE],
+    "an event name, then its data": [OPEN, b"event: delta\n", PIECES[0], *PIECES[1:], END, DONE],
 }
 
 
@@ -122,7 +130,8 @@ def test_a_near_read_reads_as_the_body_whole_and_as_the_compiled_twin(both, read
     agree_on_reads(both, reads)
 
 
-@pytest.mark.parametrize("reads", [EVENTS, NEAR["bad JSON"], NEAR["event name"]], ids=["common", "bad", "named"])
+@pytest.mark.parametrize("reads", [EVENTS, [OPEN + PIECES[0], *PIECES[1:], END, DONE], NEAR["bad JSON"],
+                                   NEAR["event name"]], ids=["common", "two first", "bad", "named"])
 def test_under_auto_reads_read_the_same(both, reads):
     agree_on_reads(both, reads, "auto")
 
@@ -133,6 +142,14 @@ def test_an_event_over_the_limit_read_alone_is_cut_as_in_a_body(both, event_byte
     limits = Limits(event_bytes=event_bytes)
     result = agree_on_reads(both, EVENTS, limits=limits)
     assert result.errors
+
+
+def test_an_event_read_alone_after_a_line_over_the_limit_is_dropped_with_it(both):
+    # The over-long line's event goes on (no blank line yet): the next read's data line is its, dropped too.
+    limits = Limits(event_bytes=max(map(len, EVENTS)))
+    reads = [OPEN, b"data: " + b"x" * 1000 + b"\n", PIECES[0], *PIECES[1:], END, DONE]
+    result = agree_on_reads(both, reads, limits=limits)
+    assert [e.kind for e in result.errors] == ["limit"]
 
 
 def test_a_batch_halt_fed_event_by_event_is_where_the_body_whole_halts(both):

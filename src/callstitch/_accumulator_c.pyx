@@ -321,8 +321,14 @@ Reassemble the tool calls of one streamed response.
         return 0
 
     def halt_at_end(self):
-        """Stop consuming right after the stream's terminator; halted() then says where it was."""
+        """Stop consuming right after the stream's terminator; halted() then says where it was.
+
+        Asked after the terminator has come, it halts at once: halted() is 0, as no byte fed
+        from then on is this stream's.
+        """
         self._halting = True
+        if self._state.ended and self._halted_at < 0:
+            self._halted_at = 0
 
     def halted(self):
         """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""

@@ -82,8 +82,14 @@ class Accumulator(SlotBook):
         return self._handed_over()
 
     def halt_at_end(self) -> None:
-        """Stop consuming right after the stream's terminator; halted() then says where it was."""
+        """Stop consuming right after the stream's terminator; halted() then says where it was.
+
+        Asked after the terminator has come, it halts at once: halted() is 0, as no byte fed
+        from then on is this stream's.
+        """
         self._halting = True
+        if self._state.ended and self._halted_at < 0:
+            self._halted_at = 0
 
     def halted(self) -> int:
         """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""
@@ -184,7 +190,9 @@ class Accumulator(SlotBook):
             if inline and first[:6] == b"data: " and (single_lines or first.find(b"\n") < 0):
                 chunk(first[6:], pos, runs)
             else:
-                self._lines(first, pos)
+                stop = self._lines(first, pos)
+                if stop >= 0:
+                    return self._halt(stop)
                 self._line(b"", pos + len(first) + 1)
                 inline = (state.format == "openai-chat" and not self._data and self._event_name is None
                           and not self._dropping)
@@ -199,7 +207,9 @@ class Accumulator(SlotBook):
                         chunk(piece, pos, runs)
                         head = self._layout_head if runs is False else _NO_HEAD
                 else:
-                    self._lines(b"data: " + piece, pos)
+                    stop = self._lines(b"data: " + piece, pos)
+                    if stop >= 0:
+                        return self._halt(stop)
                     self._line(b"", pos + len(piece) + 7)
                     inline = (state.format == "openai-chat" and not self._data and self._event_name is None
                               and not self._dropping)
@@ -228,11 +238,11 @@ class Accumulator(SlotBook):
         # Complete lines after the last blank line are taken now, so no line is read twice.
         end = rest.rfind(b"\n")
         if end >= 0:
-            self._lines(rest[:end], pos)
+            stop = self._lines(rest[:end], pos)
+            if stop >= 0:
+                return self._halt(stop)
             pos += end + 1
             rest = rest[end + 1:]
-            if self._halting and state.ended:
-                return self._halt(pos)
         self._tail = rest
         self._offset = pos
 
@@ -242,10 +252,19 @@ class Accumulator(SlotBook):
         self._tail = b""
         self._offset = pos
 
-    def _lines(self, text: bytes, pos: int) -> None:
+    def _lines(self, text: bytes, pos: int) -> int:
+        """Frame LF-ended lines from stream offset pos; return where the stream ended when halting, else -1.
+
+        A batch job halts right after the terminator: the lines after it (a keep-alive, the next
+        response's first event) are not this stream's, so none is read once it has ended.
+        """
+        halting, state = self._halting, self._state
         for line in text.split(b"\n"):
             self._line(line, pos)
             pos += len(line) + 1
+            if halting and state.ended:
+                return pos
+        return -1
 
     def _feed_lines(self, buf: bytes) -> None:
         """Frame line by line: any line end (CR, LF, CRLF), each line's length checked."""

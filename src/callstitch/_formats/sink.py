@@ -71,7 +71,11 @@ class Halting(Protocol):
     """What the batch layer asks of an accumulator that reads one stream out of back-to-back ones."""
 
     def halt_at_end(self) -> None:
-        """Stop consuming right after the stream's terminator; halted() then says where it was."""
+        """Stop consuming right after the stream's terminator; halted() then says where it was.
+
+        Asked after the terminator has come, it halts at once: halted() is 0, as no byte fed
+        from then on is this stream's.
+        """
 
     def halted(self) -> int:
         """Return how many bytes of the last fed data belonged to this stream, once it ended; else -1."""
