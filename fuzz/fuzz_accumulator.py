@@ -1,9 +1,10 @@
 """Coverage-guided fuzzing of both accumulator twins with atheris.
 
 Each input is split into a format choice, read sizes, random limits, whether reads also end where
-each event ends, and a body; both twins reassemble it and must agree, and neither may crash or
-raise; and under the random limits every call must be the unlimited one whole or marked cut (never
-altered), every text a prefix of the unlimited one (tests/_cutcheck.py). Run it (see fuzz/README.md):
+each event ends, whether to halt at the terminator as a batch job does, and a body; both twins
+reassemble it and must agree (on where they halt too), and neither may crash or raise; and under
+the random limits every call must be the unlimited one whole or marked cut (never altered), every
+text a prefix of the unlimited one (tests/_cutcheck.py). Run it (see fuzz/README.md):
 
     python fuzz/fuzz_accumulator.py fuzz/corpus -max_total_time=600
 """
@@ -57,6 +58,20 @@ def run(implementation, fmt, body, cuts, limits):
     return summary(result_of(implementation, fmt, body, cuts, limits))
 
 
+def halted_of(implementation, fmt, body, cuts, limits):
+    """Reassemble as a batch job does, halting at the terminator: the bytes the stream took and its summary."""
+    acc = implementation.Accumulator(format=fmt, limits=limits)
+    acc.halt_at_end()
+    pos, used = 0, -1
+    for cut in [*cuts, len(body)]:
+        acc.feed(body[pos:cut])
+        if acc.halted() >= 0:
+            used = pos + acc.halted()
+            break
+        pos = cut
+    return used, summary(acc.finalize())
+
+
 def random_limits(fdp):
     """Return Limits with each of call_bytes, stream_bytes, calls, choices, event_bytes absent or small.
 
@@ -90,6 +105,7 @@ def test_one_input(data):
     cut_limits = random_limits(fdp)
     raw_cuts = [fdp.ConsumeIntInRange(0, 1 << 16) for _ in range(fdp.ConsumeIntInRange(0, 8))]
     event_reads = fdp.ConsumeBool()
+    halting = fdp.ConsumeBool()
     body = fdp.ConsumeBytes(fdp.remaining_bytes())
     cuts = sorted(cut % (len(body) + 1) for cut in raw_cuts)
     if event_reads:  # reads that also end where each event ends, as most network reads do
@@ -105,6 +121,13 @@ def test_one_input(data):
     if limited[0] != limited[1]:
         raise AssertionError(f"twins disagree on {fmt} under {cut_limits}:\nc:  {limited[0]!r}\npy: {limited[1]!r}")
     check_cut_or_whole(fmt, body, cuts, cut_limits)
+    if halting:
+        halted = [halted_of(i, fmt, body, cuts, limits) for i in (_accumulator_c, _accumulator_py)]
+        if halted[0] != halted[1]:
+            raise AssertionError(f"twins disagree on {fmt} halting:\nc:  {halted[0]!r}\npy: {halted[1]!r}")
+        whole = halted_of(_accumulator_c, fmt, body, [], limits)
+        if whole != halted[0]:
+            raise AssertionError(f"split reads changed the halt on {fmt}:\nwhole: {whole!r}\nsplit: {halted[0]!r}")
 
 
 def main():
