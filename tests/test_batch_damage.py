@@ -121,6 +121,33 @@ def test_cut_archive_keeps_all_that_decodes(twin, tmp_path, codec, keep):
     assert records == plain_records(tmp_path, blob[:at])
 
 
+@pytest.mark.parametrize("codec", ["gzip", "bzip2", "xz"])
+@pytest.mark.parametrize("kind", ["body", "log"])
+def test_a_small_archive_cut_short_keeps_all_that_decodes(twin, tmp_path, codec, kind):
+    # Under the 4 KiB the batch peeks at to tell what a file holds: the damage is met while the head
+    # is read or filled up, and must still come after every byte that decoded before it.
+    compress, reference, _ = CODECS[codec]
+    if kind == "body":
+        whole = b"".join(one_call_body(i) for i in range(3))
+    else:  # a JSON-lines log: its first line is peeked whole to tell a log from an NDJSON body
+        whole = b"".join(orjson.dumps({"response": one_call_body(i).decode()}) + b"\n" for i in range(3))
+    # A second member (stream) being written after the first: bzip2 decodes nothing of a block cut short.
+    more = compress(one_call_body(3) if kind == "body" else orjson.dumps({"response": one_call_body(3).decode()}))
+    cut = compress(whole) + more[:len(more) // 2]
+    decodable = whole + reference(more[:len(more) // 2])
+    assert len(decodable) < 4096
+    path = tmp_path / f"small.{codec}"
+    path.write_bytes(cut)
+    field = {"field": "response"} if kind == "log" else {}
+    records, problems = records_of(str(path), **field)
+    damage = [p for p in problems if p[4] == "corrupt archive"]
+    assert len(damage) == 1 and damage[0][3] == len(decodable), problems
+    plain = tmp_path / "plain-reference"
+    plain.write_bytes(decodable)
+    assert records == records_of(str(plain), **field)[0]
+    assert len(records) >= 2
+
+
 def test_corrupt_gzip_member_through_the_cli(tmp_path):
     # A good member, then one with a valid header and bad deflate data: the first member's calls
     # come out, the damage is reported with the file and the offset, and no traceback.

@@ -9,23 +9,34 @@ from .sources import DECOMPRESSION_ERRORS, Problem
 
 
 class Prefixed:
-    """A reader that gives back bytes already read first."""
+    """A reader that gives back bytes already read first.
 
-    def __init__(self, head: bytes, reader: Any) -> None:
+    Damage met while the head was read, or while it is filled up, is raised at the read after the
+    head's bytes: what decoded before the damage is read first, as every reader here promises.
+    """
+
+    def __init__(self, head: bytes, reader: Any, damage: Problem | None = None) -> None:
         self._head = head
         self._reader = reader
+        self._damage = damage
 
     def read(self, n: int) -> bytes:
         if self._head:
             head, self._head = self._head[:n], self._head[n:]
-            if len(head) < n:  # filled up: format detection needs what it asks for, not just the peek
-                return head + self._reader.read(n - len(head))
+            if len(head) < n and self._damage is None:  # filled up: format detection needs what it asks for
+                try:
+                    return head + self._reader.read(n - len(head))
+                except Problem as damage:
+                    self._damage = damage
             return head
+        if self._damage is not None:
+            damage, self._damage = self._damage, None
+            raise damage
         return self._reader.read(n)
 
     def readinto(self, view: Any) -> int:
         """Fill view straight from the reader once the head is given back (no copy in between)."""
-        if self._head:
+        if self._head or self._damage is not None:
             data = self.read(len(view))
             view[:len(data)] = data
             return len(data)
@@ -90,14 +101,20 @@ def peek(reader: Any) -> bytes:
         raise Problem("corrupt archive", f"cannot decompress: {exc}", 0) from None
 
 
-def peek_line(reader: Any, head: bytes) -> bytes:
-    """Return head and what follows it up to the end of the first line (at most PROBE[-1] bytes)."""
+def peek_line(reader: Any, head: bytes) -> tuple[bytes, Problem | None]:
+    """Return head and what follows it up to the end of the first line (at most PROBE[-1] bytes).
+
+    Damage met on the way is returned with the bytes before it, for Prefixed to raise after them.
+    """
     parts = [head]
     size = len(head)
     while b"\n" not in parts[-1] and size < settings.PROBE[-1]:
-        more = Reads(reader, size, None).read(65536)
+        try:
+            more = Reads(reader, size, None).read(65536)
+        except Problem as damage:
+            return b"".join(parts), damage
         if not more:
             break
         parts.append(more)
         size += len(more)
-    return b"".join(parts)
+    return b"".join(parts), None

@@ -27,10 +27,10 @@ def run_task(task: Task) -> Outcome:
     try:
         kind = task.kind
         if kind.startswith("auto"):
-            head = peek(reader)
+            head, damage = peek(reader), None
             if task.field is None and head.lstrip()[:1] == b"{":
-                head = peek_line(reader, head)  # enough to tell a log from an NDJSON body
-            reader = Prefixed(head, reader)
+                head, damage = peek_line(reader, head)  # enough to tell a log from an NDJSON body
+            reader = Prefixed(head, reader, damage)
             kind = container(kind, head, task.field)
             if kind == "body" and task.field is None:
                 refuse_log(head)
