@@ -116,6 +116,33 @@ def test_a_line_after_the_terminator_does_not_join_the_responses(twin, tmp_path,
         (r["stream"], r["id"], r["arguments"], r["quirks"]) for r in _expected(twin, bodies, path)]
 
 
+def _gemini_response(rid: str, name: str, finished: bool = True) -> bytes:
+    """A Gemini SSE response: text, a call, and (unless cut short) the chunk with its finishReason."""
+    def chunk(parts: list, finish: str | None = None) -> bytes:
+        candidate = {"content": {"parts": parts, "role": "model"}, "index": 0, **({"finishReason": finish} if finish else {})}
+        return b"data: " + orjson.dumps({"candidates": [candidate], "responseId": rid}) + b"\n\n"
+
+    body = chunk([{"text": "Let me look."}]) + chunk([{"functionCall": {"name": name, "args": {"q": name}}}])
+    return body + (chunk([{"text": ""}], "STOP") if finished else b"")
+
+
+@pytest.mark.parametrize("block", [None, 21, 22, 23, 61, 509])
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n"], ids=["LF", "CRLF"])
+def test_a_new_gemini_response_id_starts_the_next_response(twin, tmp_path, monkeypatch, eol, block):
+    # The middle response was cut short (no finishReason): the next one's new responseId starts it,
+    # in Gemini's own CRLF too, and at whatever read size.
+    if block is not None:
+        monkeypatch.setattr(settings, "BLOCK", block)
+        monkeypatch.setattr(settings, "PROBE", (block,))
+    names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    bodies = [_gemini_response(f"r{k}", name, name not in ("beta", "epsilon")).replace(b"\n", eol)
+              for k, name in enumerate(names)]
+    path = _write(tmp_path, "gemini.sse", b"".join(bodies))
+    batch = callstitch.reassemble_many([path], format="gemini")
+    assert [(r["stream"], r["name"]) for r in batch] == list(enumerate(names))
+    assert batch.summary.streams == 6 and batch.summary.incomplete == 2
+
+
 def test_terminator_text_inside_arguments_does_not_cut():
     # "[DONE]" and "message_stop" inside a JSON string are escaped context, not terminators.
     chunk = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'

@@ -106,6 +106,7 @@ class Splitter:
             self._needles = (needle, _OPENAI_ERROR)
         self._end = _SSE_END if framing == SSE else _LINE_END
         self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
+        self._gemini_cut = -1
 
     def error_cuts(self, segment: bytes) -> list[int]:
         """Return the cuts inside one stream's bytes that an in-band error event makes (OpenAI style).
@@ -134,6 +135,7 @@ class Splitter:
         cuts: list[int] = []
         n = len(buf)
         gemini = self.format == "gemini"
+        self._gemini_cut = -1  # where this scan last cut for a new responseId (a position in this buf)
         needles = self._needles
         found: list = [False] * len(needles)  # the next hit of each needle (None: no more)
         while True:
@@ -146,7 +148,7 @@ class Splitter:
                     cut = self._gemini_new_id(buf, pos, safe)
                     if cut is not None:
                         cuts.append(cut)
-                        pos = cut
+                        pos = self._gemini_cut = cut
                         continue
                 return cuts, safe
             hit = m.start()
@@ -154,6 +156,12 @@ class Splitter:
                 pos = m.end()
                 continue
             line_start = _line_start(buf, hit, pos)
+            if gemini:  # (before the hit's end is looked for: a new response may start before the hit)
+                cut = self._gemini_new_id(buf, pos, line_start)
+                if cut is not None:
+                    cuts.append(cut)
+                    pos = self._gemini_cut = cut
+                    continue
             e = self._end.search(buf, m.end())
             if e is None:
                 if not final:
@@ -161,12 +169,6 @@ class Splitter:
                 end = n
             else:
                 end = e.end()
-            if gemini:
-                cut = self._gemini_new_id(buf, pos, line_start)
-                if cut is not None:
-                    cuts.append(cut)
-                    pos = cut
-                    continue
             verdict = self._confirm(buf, line_start, end, final)
             if verdict is None:  # more bytes are needed to decide
                 return cuts, line_start
@@ -257,9 +259,10 @@ class Splitter:
         for m in _RESPONSE_ID.finditer(buf, pos, upto):
             if m.group(0) != current:
                 start = _event_start(buf, m.start(), pos, self.framing)
-                if start <= pos:
-                    self._gemini_id = m.group(0)
+                if start == pos == self._gemini_cut:  # the cut just made is this id's: it is the current one now
+                    current = self._gemini_id = m.group(0)
                     continue
+                # (at pos itself when the scan resumed there: the bytes before went to the response before)
                 return start
         return None
 
@@ -315,9 +318,14 @@ class Splitter:
 
 
 def _event_start(buf: bytes, pos: int, floor: int, framing: str) -> int:
+    """Return where the event (SSE) or line holding the byte at pos starts, at floor at the earliest."""
     if framing == SSE:
-        m = max(buf.rfind(b"\n\n", floor, pos), buf.rfind(b"\r\r", floor, pos))
-        return m + 2 if m >= 0 else floor
+        start = floor
+        for blank in (b"\n\n", b"\r\r", b"\r\n\r\n"):  # an event ends at a blank line, in any line end
+            at = buf.rfind(blank, floor, pos)
+            if at >= 0:
+                start = max(start, at + len(blank))
+        return start
     return _line_start(buf, pos, floor)
 
 
