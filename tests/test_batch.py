@@ -143,6 +143,33 @@ def test_a_new_gemini_response_id_starts_the_next_response(twin, tmp_path, monke
     assert batch.summary.streams == 6 and batch.summary.incomplete == 2
 
 
+def _cuts_read_at(splitter: Splitter, data: bytes, first: int, block: int) -> list[int]:
+    """Return the cuts a splitter finds in data read as the batch reads it: a first read, then blocks."""
+    cuts, base, tail, at = [], 0, b"", 0
+    while True:
+        size = first if at == 0 else max(block, len(tail))
+        piece, at = data[at:at + size], at + size
+        buf = tail + piece
+        found, safe = splitter.scan(buf, 0, not piece)
+        cuts += [base + c for c in found]
+        if not piece:
+            return [c for c in cuts if c < len(data)]  # (a cut at the very end delimits nothing)
+        tail, base = buf[safe:], base + safe
+
+
+def test_a_read_ending_inside_the_metadata_headers_keeps_them_with_their_response():
+    # Bedrock's metadata message (usage, metrics) follows messageStop and is its response's: a read
+    # that ends anywhere in or near its headers must not cut it off into a stream of its own.
+    first, second = (open(os.path.join(CAPTURES, f"bedrock__pydantic-ai__{name}.eventstream"), "rb").read()
+                     for name in ("converse-server-tool-then-client-tool", "converse-nova-tool"))
+    data = first + second
+    whole = Splitter("bedrock", "eventstream").scan(data, 0, True)[0]
+    assert whole == [len(first)]
+    stop = first.index(b"messageStop")
+    for read in range(stop - 40, len(first) + 40):
+        assert _cuts_read_at(Splitter("bedrock", "eventstream"), data, read, 4096) == whole, read
+
+
 def test_terminator_text_inside_arguments_does_not_cut():
     # "[DONE]" and "message_stop" inside a JSON string are escaped context, not terminators.
     chunk = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'

@@ -302,8 +302,9 @@ class Splitter:
             end = start + total
             if end > n:
                 return (cuts, start) if not final else (cuts, n)
-            # The metadata event that follows messageStop belongs to the same response.
-            if n - end < _ES_PRELUDE + 64 and not final:
+            # The metadata event that follows messageStop belongs to the same response: its headers,
+            # which say so, must all be in the read (a read may end inside them).
+            if not final and (n - end < _ES_PRELUDE or _headers_cut(buf, end)):
                 return cuts, start
             nxt = _message_at(buf, end)
             if nxt is not None:
@@ -312,7 +313,7 @@ class Splitter:
                     if end + total2 > n and not final:
                         return cuts, start
                     end = min(n, end + total2)
-            if end < n:
+            if end < n or not final:  # (a response that ends where the read ends is cut there too)
                 cuts.append(end)
             pos = end
 
@@ -359,6 +360,11 @@ def _message_start(buf: bytes, hit: int, floor: int) -> int | None:
                 return p
         p -= 1
     return None
+
+
+def _headers_cut(buf: bytes, p: int) -> bool:
+    """Tell whether the event-stream message at p has a sound prelude and headers that run past buf's end."""
+    return _prelude_ok(buf, p) and p + _ES_PRELUDE + struct.unpack_from(">I", buf, p + 4)[0] > len(buf)
 
 
 def _message_at(buf: bytes, p: int) -> tuple[int, dict] | None:
