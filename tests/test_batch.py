@@ -170,6 +170,20 @@ def test_a_read_ending_inside_the_metadata_headers_keeps_them_with_their_respons
         assert _cuts_read_at(Splitter("bedrock", "eventstream"), data, read, 4096) == whole, read
 
 
+@pytest.mark.parametrize("keepalive", [b": ping\n\n", b":\n\n\n", b": ping\r\n\r\n"], ids=["ping", "bare", "CRLF"])
+def test_a_keepalive_before_bedrock_metadata_keeps_it_with_its_response(twin, tmp_path, keepalive):
+    # Over SSE, Bedrock's metadata event (usage) follows messageStop: a keep-alive comment between
+    # them must not cut it off into the next response.
+    first, second = (open(os.path.join(CAPTURES, f"bedrock__pydantic-ai__{name}.sse"), "rb").read()
+                     for name in ("converse-nova-tool", "converse-server-tool-then-client-tool"))
+    at = first.rindex(b"event: metadata")
+    bodies = [first[:at] + keepalive + first[at:], second]
+    path = _write(tmp_path, "bedrock.sse", b"".join(bodies))
+    turns = list(callstitch.reassemble_many([path], format="bedrock", emit="turns"))
+    alone = [callstitch.reassemble(b, format="bedrock").to_response()["usage"] for b in bodies]
+    assert [t["response"]["usage"] for t in turns] == alone and None not in alone
+
+
 def test_terminator_text_inside_arguments_does_not_cut():
     # "[DONE]" and "message_stop" inside a JSON string are escaped context, not terminators.
     chunk = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'

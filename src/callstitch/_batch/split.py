@@ -44,6 +44,7 @@ HOLD = 256
 _SSE_END = re.compile(rb"\r?\n\r?\n|\r\r")  # a blank line ends an SSE event
 _LINE_END = re.compile(rb"\r?\n|\r")
 _CONTENT = re.compile(rb"[^ \t\r\n]")
+_BLANK_OR_COMMENT = re.compile(rb"(?:[ \t\r\n]+|:[^\r\n]*[\r\n])*")  # blank lines, SSE comments (keep-alives)
 _TYPE_CONTEXT = re.compile(rb'(?:"type"\s*:\s*"|[\r\n]event:[ ]?)$')
 _DONE_CONTEXT = re.compile(rb"[\r\n]data:[ ]?$")
 _BEDROCK_CONTEXT = re.compile(rb'(?:[\r\n]event:[ ]?|[\r\n](?:data:[ ]?)?\{\s*")$')
@@ -230,13 +231,13 @@ class Splitter:
                 return True, (e2.end() if e2 else len(buf))
             return True, end
         if fmt == "bedrock":
-            nxt = _CONTENT.search(buf, end)
-            if nxt is None:
+            at = _BLANK_OR_COMMENT.match(buf, end).end()  # (a keep-alive may come before the metadata)
+            if at == len(buf):
                 return (True, end) if final else None
-            if len(buf) - nxt.start() < 32 and not final:
+            if len(buf) - at < 32 and not final:
                 return None
-            if _METADATA.match(buf, nxt.start()):
-                e2 = self._end.search(buf, nxt.start())
+            if _METADATA.match(buf, at):
+                e2 = self._end.search(buf, at)
                 if e2 is None:
                     return (True, len(buf)) if final else None
                 return True, e2.end()
