@@ -148,6 +148,17 @@ def test_a_small_archive_cut_short_keeps_all_that_decodes(twin, tmp_path, codec,
     assert len(records) >= 2
 
 
+def test_a_small_gzip_cut_short_through_the_cli(tmp_path):
+    # The CLI's path to the same promise: what decoded before the damage is read, then the damage reported.
+    whole = b"".join(one_call_body(i) for i in range(3))
+    path = tmp_path / "small.sse.gz"
+    path.write_bytes(gzip.compress(whole) + gzip.compress(one_call_body(3))[:40])
+    proc = cli(str(path))
+    records = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["id"] for r in records] == [f"call_{i}" for i in range(3)]
+    assert b"corrupt archive" in proc.stderr
+
+
 def test_corrupt_gzip_member_through_the_cli(tmp_path):
     # A good member, then one with a valid header and bad deflate data: the first member's calls
     # come out, the damage is reported with the file and the offset, and no traceback.

@@ -321,11 +321,7 @@ Reassemble the tool calls of one streamed response.
         return 0
 
     def halt_at_end(self):
-        """Stop consuming right after the stream's terminator; halted() then says where it was.
-
-        Asked after the terminator has come, it halts at once: halted() is 0, as no byte fed
-        from then on is this stream's.
-        """
+        """Stop consuming right after the stream's terminator; halted() then says where it was (Halting, in sink.py)."""
         self._halting = True
         if self._state.ended and self._halted_at < 0:
             self._halted_at = 0

@@ -82,11 +82,7 @@ class Accumulator(SlotBook):
         return self._handed_over()
 
     def halt_at_end(self) -> None:
-        """Stop consuming right after the stream's terminator; halted() then says where it was.
-
-        Asked after the terminator has come, it halts at once: halted() is 0, as no byte fed
-        from then on is this stream's.
-        """
+        """Stop consuming right after the stream's terminator; halted() then says where it was (Halting, in sink.py)."""
         self._halting = True
         if self._state.ended and self._halted_at < 0:
             self._halted_at = 0

@@ -65,12 +65,10 @@ class _Tap:
     @property
     def result(self) -> Result:
         """Return the Result of what has passed so far (the stream is finished on first access)."""
-        result = self._result
-        if result is None or not (self._settled or self._on_call is None):
-            self._finish()  # (read after the iteration, as most are, it is finished: no calls to make)
-            result = self._result
-            assert result is not None
-        return result
+        if self._result is None:  # (once it is set, _left has handed over every call: nothing to do)
+            self._finish()
+            assert self._result is not None
+        return self._result
 
 
 def _is_async(fn: Any) -> bool:
