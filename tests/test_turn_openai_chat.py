@@ -408,3 +408,31 @@ def test_one_unknown_key_on_a_continuation_chunk_is_kept(both, where):
         assert call["x_call"] == 2
     else:
         assert choice["x_choice"] == 3
+
+
+@pytest.mark.parametrize("late", ["id", "created", "model", "system_fingerprint", "service_tier"])
+@pytest.mark.parametrize("on", ["continuation", "finish", "content"])
+def test_an_envelope_field_first_sent_late_is_kept(both, late, on):
+    # Servers that never send some envelope fields leave the turn lacking them on every chunk; one
+    # that sends a field first on a later chunk (of any kind the short ways take) gives it then.
+    values = {"id": "chatcmpl-late", "created": 1730000001, "model": "m-late", "system_fingerprint": "fp_late",
+              "service_tier": "flex"}
+
+    def without(obj):
+        obj.pop(late, None)
+        obj.pop("service_tier", None)
+        return obj
+
+    first = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{\"a\""}}
+    piece = {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}
+    chunks = [without(chunk_obj([choice_obj({"tool_calls": [first]})])),
+              without(chunk_obj([choice_obj({"tool_calls": [{"index": 0, "function": {"arguments": ":"}}]})])),
+              without(chunk_obj([choice_obj(piece)])),
+              without(chunk_obj([choice_obj({}, finish_reason="tool_calls")]))]
+    if on == "content":
+        chunks.insert(1, without(chunk_obj([choice_obj({"content": "x"})])))
+    chunks[{"continuation": 2, "finish": 3, "content": 1}[on]][late] = values[late]
+    got = [impl.reassemble(sse(*chunks)).to_response() for impl in both]
+    assert got[0] == got[1]
+    assert got[0][late] == values[late]
+    assert got[0]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == "{\"a\":1}"

@@ -62,7 +62,6 @@ class Accumulator(SlotBook):
         self._event_name: str | None = None
         self._halting = False     # stop right after the stream's terminator (batch reprocessing)
         self._halted_at = -1      # where in the last fed data that happened
-        self._fed_len = 0         # the length of the data fed last
         self._fed_from = 0        # the stream offset the data fed last starts at
         # The layout of the last chunk read inline, for the next ones (_learn_layout, _same_layout)
         self._layout: tuple | None = None
@@ -79,7 +78,7 @@ class Accumulator(SlotBook):
         if self._result is not None:
             raise finalized("feed")
         self._feed(data)
-        return self._handed_over()
+        return self._handed_over() if self._done else []  # most reads complete no call: no call to ask
 
     def halt_at_end(self) -> None:
         """Stop consuming right after the stream's terminator; halted() then says where it was (Halting, in sink.py)."""
@@ -98,22 +97,21 @@ class Accumulator(SlotBook):
         return done
 
     def _feed(self, data: bytes | bytearray | memoryview | str) -> None:
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        elif not isinstance(data, bytes):
-            data = bytes(_framing.fed_view(data))
+        if type(data) is not bytes:  # the common read, told by one test
+            data = data.encode("utf-8") if isinstance(data, str) else bytes(_framing.fed_view(data))
         if not data or self._halted_at >= 0:
             return
-        self._fed_len = len(data)
+        fed = len(data)
         self._fed = True
         if not self._sse:
             data = _framing.route(self, self._state, data)
             if data is None:
                 return
             self._sse = True
-        # Where the fed data begins, as a stream offset (for a halt at the terminator); data may
-        # start with bytes held from before it (route's head), so count back from its end.
-        self._fed_from = self._offset + len(self._tail) + self._more_size - (self._fed_len - len(data))
+        if self._halting:
+            # Where the fed data begins, as a stream offset (for a halt at the terminator); data may
+            # start with bytes held from before it (route's head), so count back from its end.
+            self._fed_from = self._offset + len(self._tail) + self._more_size - (fed - len(data))
         if len(data) <= _WINDOW:
             self._feed_sse(data)
             return
@@ -169,9 +167,6 @@ class Accumulator(SlotBook):
         pieces = buf.split(b"\n\ndata: ")
         last = pieces.pop()
         rest = b"data: " + last if pieces else last
-        # When the LFs are exactly the separators (and rest's own), no piece holds a line break:
-        # then every piece is a whole one-line event.
-        single_lines = buf.count(b"\n") == 2 * len(pieces) + rest.count(b"\n")
         pos = self._offset
         state = self._state
         chunk = self._chunk
@@ -182,6 +177,9 @@ class Accumulator(SlotBook):
         # no chunk of it has one (None: each chunk inlined is looked at).
         runs = False if state.format == "openai-chat" and not long_digit_run(buf) else None
         if pieces:
+            # When the LFs are exactly the separators (and rest's own), no piece holds a line break:
+            # then every piece is a whole one-line event.
+            single_lines = buf.count(b"\n") == 2 * len(pieces) + rest.count(b"\n")
             first = pieces[0]  # text as it stands: no "data: " was split off it
             if inline and first[:6] == b"data: " and (single_lines or first.find(b"\n") < 0):
                 chunk(first[6:], pos, runs)

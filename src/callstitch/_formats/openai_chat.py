@@ -17,6 +17,9 @@ from .inband import error_text
 TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
 _NOT_AN_EXTRA = NOT_EXTRA | frozenset(ENVELOPE)  # top-level keys that are no extra of the response
 _ALL_ENVELOPE = sum(ENVELOPE.values())
+# The envelope keys a turn still lacks, by its "have" bits: a chunk with none of them has nothing
+# new for the envelope, told by one set look instead of a get per key.
+_LACKING = tuple(frozenset(key for key, bit in ENVELOPE.items() if not have & bit) for have in range(_ALL_ENVELOPE + 1))
 _TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING),
                 ("reasoning", TEXT_REASONING), ("refusal", TEXT_REFUSAL))
 
@@ -54,7 +57,7 @@ def _note_envelope(turn: ChatTurn, chunk: dict) -> None:
     # them; their extras (prompt_filter_results) are the response's, their envelope is not.
     envelope_too = chunk.get("object") != ""
     if _NOT_AN_EXTRA.issuperset(chunk):  # the common chunk: only the envelope fields to look at
-        if envelope_too and turn.have != _ALL_ENVELOPE:
+        if envelope_too and not _LACKING[turn.have].isdisjoint(chunk):
             for key, bit in ENVELOPE.items():
                 value = chunk.get(key)
                 if value is not None and not turn.have & bit:
@@ -234,7 +237,7 @@ def nothing_for_the_turn(turn: ChatTurn | None, chunk: dict, choice: dict, call:
     if chunk.get("object") == "":
         return False
     have = turn.have if turn is not None else 0
-    if have != 31:
+    if not _LACKING[have].isdisjoint(chunk):
         for key, bit in ENVELOPE.items():
             if not have & bit and chunk.get(key) is not None:
                 return False
