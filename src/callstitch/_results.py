@@ -267,3 +267,9 @@ class Result:
     def __repr__(self) -> str:
         return (f"Result(format={self.format!r}, complete={self.complete}, tool_calls={self.tool_calls!r}, "
                 f"errors={[str(e) for e in self.errors]!r})")
+
+
+def only_an_end(result: Result) -> bool:
+    """Tell whether a Result is of a stream that held its end and nothing else: no call, text, finish, usage, turn or error."""
+    return (result.complete and not result.tool_calls and not result.errors and not result.choices
+            and result.usage is None and result._turn is None)

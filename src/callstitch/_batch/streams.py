@@ -7,6 +7,7 @@ import re
 from typing import Any, Callable
 
 from .._formats.recognition import only_keep_alives
+from .._results import only_an_end
 from .._wire.framing import EVENTSTREAM, SSE
 from . import settings
 from .collect import Collector
@@ -101,8 +102,11 @@ def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> in
 
 
 def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo: int, c: int,
-          splitter: Splitter, fmt: str) -> int:
-    """Record one finished stream; return how many streams it was (an in-band error may end one early)."""
+          splitter: Splitter, fmt: str, follows: bool) -> int:
+    """Record one finished stream; return how many streams it was (an in-band error may end one early).
+
+    follows: a response comes before this one in its source (in an earlier range, perhaps).
+    """
     if buf is not None and lo >= 0 and any(e.kind == "in-band error" for e in result.errors):
         inner = splitter.error_cuts(bytes(buf[lo:c]))
         if inner:  # the stream held two responses: one ended by an error, without [DONE]
@@ -120,6 +124,8 @@ def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo
             return emitted
     if stream and only_keep_alives(result):
         return 0  # keep-alives after a file's last response: no stream of its own
+    if follows and only_an_end(result):
+        return 0  # the response before sent its terminator twice (some proxies do): no response of its own
     out.result(stream, result, acc_start)
     return 1
 
@@ -250,7 +256,8 @@ def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, 
                     acc = ends.start()
                     acc_start = base
                 acc.feed(rest)
-                stream += _emit(out, stream, acc.finalize(), acc_start, None, -1, 0, splitter, fmt)
+                stream += _emit(out, stream, acc.finalize(), acc_start, None, -1, 0, splitter, fmt,
+                                bool(stream or start))
             break
         out.nbytes += got
         safe = ends.scan(buf, not got)
@@ -269,7 +276,8 @@ def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, 
                 acc_start = base + p
             p, ended = ends.feed(acc, mv, p, safe, fresh)
             if ended:
-                stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, p, splitter, fmt)
+                stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, p, splitter, fmt,
+                                bool(stream or start))
                 acc = None
             elif p >= safe:
                 break  # the response goes on in the next read
@@ -277,7 +285,7 @@ def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, 
         if not got:
             if acc is not None:
                 stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, len(buf), splitter,
-                                fmt)
+                                fmt, bool(stream or start))
             break
         base += safe
     if whole and not stream and not out.errors:
