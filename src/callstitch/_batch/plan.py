@@ -10,7 +10,7 @@ from .._limits import Limits
 from . import settings
 from .containers import container, detect
 from .sources import STDIN, Problem, expand, inner_name, sniff_compression
-from .split import SPLITTABLE
+from .split import SPLITTABLE, by_cuts
 from .task import Task
 
 
@@ -110,6 +110,6 @@ class Plan:
             if fmt not in SPLITTABLE:
                 yield whole
                 return
-            split = f"{fmt}/{framing}"
+            split = f"{fmt}/{framing}/{'cuts' if by_cuts(fmt, framing, head) else 'halts'}"
         for start, end in range_bounds(size):
             yield "task", self._task(path, kind, end - start, size, split, start, None if end >= size else end)

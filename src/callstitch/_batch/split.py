@@ -36,7 +36,7 @@ import orjson
 from .._formats.registry import TERMINATORS
 from .._wire.framing import EVENTSTREAM, JSONARRAY, SSE, parse_headers
 
-__all__ = ["Splitter", "HOLD"]
+__all__ = ["Splitter", "HOLD", "by_cuts"]
 
 # Bytes kept back at the end of a buffer with no hit, so a terminator cut by the read is seen whole.
 HOLD = 256
@@ -51,6 +51,13 @@ _BEDROCK_CONTEXT = re.compile(rb'(?:[\r\n]event:[ ]?|[\r\n](?:data:[ ]?)?\{\s*")
 _METADATA = re.compile(rb'(?:event:[ ]?metadata[\r\n]|(?:data:[ ]?)?\{\s*"metadata")')
 _ERROR_CONTEXT = re.compile(rb'[\r\n](?:event:[ ]?|data:[ ]?\{\s*")$')
 _DONE_LINE = re.compile(rb"data:[ ]?\[DONE\]")
+# A data line with something in it: after a terminator's, the next response's when a capture glued it on (_unglued_end).
+_DATA_LINE = re.compile(rb"data:[ ]?[^ \t\r\n]")
+# What follows a [DONE] line that runs straight into the next response (see _glued_done).
+_INTO_NEXT = re.compile(rb"[ \t]*(?:\r\n|\r|\n)(?:event|data):")
+# Formats whose terminating event is the response's last (Bedrock's metadata event follows its
+# messageStop; Gemini's finish is confirmed by parsing its line).
+_UNGLUE = frozenset(("openai-chat", "openai-responses", "anthropic", "cohere"))
 _RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
 # A JSON string holds no raw line break, so a "]" just after one, or one followed by a line break
 # and a "[", is never inside a string: it closes an array, and at the start of a line (pretty-
@@ -87,6 +94,58 @@ def _line_start(buf: bytes, pos: int, floor: int) -> int:
     return max(buf.rfind(b"\n", floor, pos), buf.rfind(b"\r", floor, pos)) + 1 or floor
 
 
+def _unglued_end(buf: bytes, start: int, end: int) -> int:
+    """Return where the terminating event in buf[start:end] ends, when a capture glued the next response on.
+
+    Written without the blank line after each response, captures put back to back run a
+    response's last event into the next one's first: a second data line follows the
+    terminator's (in one response never valid: the event's data would be two JSON texts, or
+    "[DONE]" and one). The cut then goes right after the terminator's data line; else it stays
+    at end. An event line alone after the data line is no sign of it: some servers write an
+    event's data line before its event line.
+    """
+    p = start
+    cut = -1  # just after the terminator's data line, once it is passed
+    while p < end:
+        e = _LINE_END.search(buf, p, end)
+        if e is None or e.start() == p:
+            break  # the blank line that ends the event
+        if cut >= 0:
+            if _DATA_LINE.match(buf, p):
+                return cut
+        elif buf.startswith(b"data:", p):
+            cut = e.end()
+        p = e.end()
+    return end
+
+
+def _glued_done(head: bytes) -> bool:
+    """Tell whether an OpenAI chat capture glues responses together: a [DONE] line straight before the next one's.
+
+    Its first two [DONE]s tell (a capture is written one way throughout): found with bytes.find,
+    which stops there, where a search of the whole head would cost a third of reading it.
+    """
+    at = -1
+    for _ in range(2):
+        at = head.find(b"[DONE]", at + 1)
+        if at < 0:
+            return False
+        if _INTO_NEXT.match(head, at + 6):
+            return True
+    return False
+
+
+def by_cuts(fmt: str, framing: str, head: bytes) -> bool:
+    """Tell whether a source's responses are cut by the splitter, not by each Accumulator halting at its end.
+
+    Both twins halt right after an OpenAI chat [DONE] event, which saves the splitter's scan; a
+    capture that glues each [DONE] line to the next response's first line (no blank line between)
+    is cut by the splitter, which tells where such a response ends (_unglued_end). Decided
+    by the source's first bytes, so every range task of a source feeds the same way.
+    """
+    return not (fmt == "openai-chat" and framing == SSE and not _glued_done(head))
+
+
 def _data_payload(line: bytes) -> bytes:
     line = line.strip(b" \t\r\n")
     if line.startswith(b"data:"):
@@ -106,6 +165,7 @@ class Splitter:
         if errors and format == "openai-chat":
             self._needles = (needle, _OPENAI_ERROR)
         self._end = _SSE_END if framing == SSE else _LINE_END
+        self._unglue = framing == SSE and format in _UNGLUE
         self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
         self._gemini_cut = -1
 
@@ -170,6 +230,10 @@ class Splitter:
                 end = n
             else:
                 end = e.end()
+            # Glued needs a second "data:" in the event: counted in one pass at C speed first (the
+            # terminating event can be long, a Responses one repeats the whole output).
+            if self._unglue and buf.count(b"data:", line_start, end) > 1:
+                end = _unglued_end(buf, line_start, end)
             verdict = self._confirm(buf, line_start, end, final)
             if verdict is None:  # more bytes are needed to decide
                 return cuts, line_start

@@ -8,13 +8,13 @@ from typing import Any, Callable
 
 from .._formats.recognition import only_keep_alives
 from .._results import only_an_end
-from .._wire.framing import EVENTSTREAM, SSE
+from .._wire.framing import EVENTSTREAM
 from . import settings
 from .collect import Collector
 from .containers import detect
 from .reads import Reads
 from .sources import Problem
-from .split import Splitter
+from .split import Splitter, by_cuts
 from .task import Task
 
 
@@ -23,14 +23,15 @@ CONTENT = re.compile(rb"[^ \t\r\n]")
 BLANK_KEPT = 4096
 
 
-def _split_spec(task: Task, reader: Any) -> tuple[str, str, bytes]:
-    """Return (format, framing, bytes already read) for a body task."""
+def _split_spec(task: Task, reader: Any) -> tuple[str, str, bool, bytes]:
+    """Return (format, framing, whether its responses are cut by the splitter, bytes already read) for a body task."""
     if task.split is not None:
-        fmt, framing = task.split.split("/")
-        return fmt, framing, b""
+        fmt, framing, by = task.split.split("/")
+        return fmt, framing, by == "cuts", b""
     head = reader.read(settings.PROBE[-1])
     fmt, framing = detect(head, task.format)
-    return fmt, framing, head
+    return fmt, framing, by_cuts(fmt, framing, head), head
+
 
 
 def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: Collector) -> None:
@@ -38,7 +39,7 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
     if task.start:
         raw.seek(task.start)
     reads = Reads(reader, task.start, task.end)
-    fmt, framing, head = _split_spec(task, reads)
+    fmt, framing, cut, head = _split_spec(task, reads)
     make = lambda: Splitter(fmt, framing)  # noqa: E731
     start = task.start
     if start:
@@ -62,10 +63,10 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         reads.position = start
     acc_format = fmt if fmt != "auto" else task.format
     splitter = make()
-    if acc_format == "openai-chat" and framing == SSE:
-        ends: Any = _Halts(head, acc_format, out.limits)
+    if cut:
+        ends: Any = _Cuts(head, splitter, acc_format, out.limits)
     else:
-        ends = _Cuts(head, splitter, acc_format, out.limits)
+        ends = _Halts(head, acc_format, out.limits)
     _streams(reads, start, ends, splitter, acc_format, out, not task.start and task.end is None)
 
 
@@ -194,7 +195,7 @@ class _Halts:
     still needs, so the buffer is free again once a read is fed), never memory-mapped: a file
     truncated while mapped kills the process with SIGBUS at the next access; compressed blocks
     are decoded straight into it (README, Batch, has the figures). Used for OpenAI chat's SSE,
-    where both twins halt right after [DONE].
+    where both twins halt right after [DONE] (unless the capture glues responses: split.by_cuts).
     """
 
     def __init__(self, head: bytes, fmt: str, limits: Any) -> None:

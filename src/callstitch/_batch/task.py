@@ -13,7 +13,7 @@ class Task(NamedTuple):
     source: str
     kind: str            # "body", "jsonl", "har", or "auto"/"auto-jsonl" (decided after opening)
     format: str          # the user's format ("auto" or a name)
-    split: str | None    # body ranges: the format and framing the splitter uses ("fmt/framing")
+    split: str | None    # body ranges: "fmt/framing/cuts" or ".../halts" (the splitter's, and how responses end)
     field: tuple[str, ...] | None
     start: int
     end: int | None      # None: to the end of the source
