@@ -155,3 +155,37 @@ def test_anthropic_glued_at_its_event_line():
 def test_a_chat_source_is_cut_by_the_splitter_only_when_glued(head, cuts):
     assert by_cuts("openai-chat", "sse", head) is cuts
     assert by_cuts("anthropic", "sse", head) is True
+
+
+# -- a [DONE] line inside another event ----------------------------------------------------------
+
+@pytest.mark.parametrize("before, cuts", [
+    (b'data: {"choices":[]}\n', []),                   # a data line right before: the same event
+    (b'data: {"choices":[]}\r\n', []),
+    (b'data: {"choices":[]}\n: ping\n', []),           # a comment between changes nothing
+    (b'data: {"choices":[]}\nid: 3\n', []),
+    (b'data: {"choices":[]}\n\n', [36]),               # a blank line: [DONE] opens its own event
+    (b'data: {"choices":[]}\r\n\r\n', [38]),
+    (b'data: {"choices":[]}\n\n: ping\n', [43]),
+], ids=["data", "data-crlf", "comment", "id", "blank", "blank-crlf", "blank-then-comment"])
+def test_the_chat_splitter_cuts_at_a_done_only_where_it_opens_an_event(before, cuts):
+    body = before + b"data: [DONE]\n\n" + b'data: {"choices":[]}\n\n'
+    found, _ = Splitter("openai-chat", "sse").scan(body, 0, True)
+    assert found == cuts
+
+
+def test_a_done_inside_another_event_reads_alike_in_ranges(twin, tmp_path, monkeypatch):
+    # Found by fuzz_batch.py: a [DONE] line with no blank line before it is part of the event
+    # before it, so neither twin ends the response there; the splitter cut there, so a range
+    # task started a new stream where the whole file read on.
+    parts = bodies("openai-chat", 20)
+    parts[7] = parts[7].replace(b"\n\ndata: [DONE]", b"\ndata: [DONE]")
+    path = tmp_path / "inside.sse"
+    path.write_bytes(b"".join(parts))
+    whole, streams, _ = records(path, jobs=1)
+    assert streams == len(parts) - 1  # the 8th response reads on into the 9th
+    monkeypatch.setattr(settings, "RANGE", 1999)
+    monkeypatch.setattr(settings, "LOOKBACK", 1024)
+    ranged, ranged_streams, _ = records(path)
+    assert ranged_streams == streams
+    assert ranged == whole

@@ -119,6 +119,27 @@ def _unglued_end(buf: bytes, start: int, end: int) -> int:
     return end
 
 
+def _opens_event(buf: bytes, line_start: int, floor: int) -> bool:
+    """Tell whether the data line at line_start is its SSE event's first: no data line since the blank line before it.
+
+    A [DONE] line right after another data line is part of that event (its data is then no
+    terminator, and both twins read on): the splitter must not cut there either. Before floor
+    nothing is seen: a line there counts as an event's first.
+    """
+    p = line_start
+    while p > floor:
+        end = p - 1  # the line break before p (CRLF: its LF)
+        if end > floor and buf[end] == 0x0A and buf[end - 1] == 0x0D:
+            end -= 1
+        start = _line_start(buf, end, floor)
+        if start == end:
+            return True  # a blank line: an event ends there
+        if buf.startswith(b"data", start):
+            return False
+        p = start  # an event, id or retry field, or a comment: look further back
+    return True
+
+
 def _glued_done(head: bytes) -> bool:
     """Tell whether an OpenAI chat capture glues responses together: a [DONE] line straight before the next one's.
 
@@ -256,7 +277,7 @@ class Splitter:
         if fmt == "openai-chat":
             if buf[hit] != 0x5B:  # not "[": an error event ("event: error", or data {"error": ...})
                 return _ERROR_CONTEXT.search(before) is not None
-            return _DONE_CONTEXT.search(before) is not None
+            return _DONE_CONTEXT.search(before) is not None and _opens_event(buf, _line_start(buf, hit, floor), floor)
         if fmt == "bedrock":
             return _BEDROCK_CONTEXT.search(before) is not None
         return _TYPE_CONTEXT.search(before) is not None
