@@ -55,9 +55,10 @@ _DONE_LINE = re.compile(rb"data:[ ]?\[DONE\]")
 _DATA_LINE = re.compile(rb"data:[ ]?[^ \t\r\n]")
 # What follows a [DONE] line that runs straight into the next response (see _glued_done).
 _INTO_NEXT = re.compile(rb"[ \t]*(?:\r\n|\r|\n)(?:event|data):")
-# Formats whose terminating event is the response's last (Bedrock's metadata event follows its
-# messageStop; Gemini's finish is confirmed by parsing its line).
-_UNGLUE = frozenset(("openai-chat", "openai-responses", "anthropic", "cohere"))
+# SSE formats with rules of their own below, where the terminating event is not the response's
+# last (Bedrock's metadata event follows its messageStop) or is found by parsing its line (Gemini):
+# every other SSE format's terminating event is its last, and a glued one is cut (_unglued_end).
+_OWN_END_RULES = frozenset(("bedrock", "gemini"))
 _RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
 # A JSON string holds no raw line break, so a "]" just after one, or one followed by a line break
 # and a "[", is never inside a string: it closes an array, and at the start of a line (pretty-
@@ -186,7 +187,7 @@ class Splitter:
         if errors and format == "openai-chat":
             self._needles = (needle, _OPENAI_ERROR)
         self._end = _SSE_END if framing == SSE else _LINE_END
-        self._unglue = framing == SSE and format in _UNGLUE
+        self._unglue = framing == SSE and format not in _OWN_END_RULES
         self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
         self._gemini_cut = -1
 

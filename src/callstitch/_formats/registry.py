@@ -35,7 +35,8 @@ class Format:
     framing: Optional[str]
     # What ends one response in a capture of back-to-back responses (_batch.split); None: not splittable.
     # For an SSE format without rules of its own in _batch.split, a hit counts where it is the value
-    # of a "type" field or an SSE event name (as anthropic's message_stop is).
+    # of a "type" field or an SSE event name (as anthropic's message_stop is), and its event is the
+    # response's last (a next response glued onto it is cut off).
     terminator: Optional[re.Pattern]
     # Auto-detection asks the formats in ascending rank: the most specific first.
     rank: int
