@@ -23,7 +23,8 @@ ANTHROPIC = (b'event: message_start\ndata: {"type":"message_start","message":{"i
              b'{"type":"input_json_delta","partial_json":"{\\"a\\": 1}"}}\n\n'
              b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
              b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
-TERMINATORS = {"openai-chat": b"data: [DONE]\n\n", "anthropic": b'event: message_stop\ndata: {"type":"message_stop"}\n\n'}
+TERMINATORS = {"openai-chat": b"data: [DONE]\n\n",
+               "anthropic": b'event: message_stop\ndata: {"type":"message_stop"}\n\n'}
 BODIES = {"openai-chat": CHAT, "anthropic": ANTHROPIC}
 
 

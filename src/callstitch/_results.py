@@ -270,6 +270,6 @@ class Result:
 
 
 def only_an_end(result: Result) -> bool:
-    """Tell whether a Result is of a stream that held its end and nothing else: no call, text, finish, usage, turn or error."""
+    """Tell whether a Result is of a stream that held its end and nothing more (no call, text, usage, turn, error)."""
     return (result.complete and not result.tool_calls and not result.errors and not result.choices
             and result.usage is None and result._turn is None)

@@ -33,7 +33,6 @@ def _split_spec(task: Task, reader: Any) -> tuple[str, str, bool, bytes]:
     return fmt, framing, by_cuts(fmt, framing, head), head
 
 
-
 def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: Collector) -> None:
     """Back-to-back responses (or one): cut at each terminator, one Accumulator per response."""
     if task.start:
