@@ -31,12 +31,15 @@ Environment: ``CALLSTITCH_GATEWAY_UPSTREAM`` (the upstream base URL),
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import uuid
 from typing import Any, AsyncIterable, AsyncIterator, Callable
 
+import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
@@ -142,13 +145,20 @@ class _BodyTooLarge(Exception):
 
 
 def _declared_length(request: Request) -> int | None:
-    """Return the request's Content-Length (the HTTP server has checked it is one number), or None."""
+    """Return the request's Content-Length (the HTTP server has checked it is one number), or None when chunked."""
     value = request.headers.get("content-length")
-    return int(value) if value is not None else None
+    if value is not None:
+        return int(value)
+    # Neither header: the request has no body (RFC 9112 section 6.3). Forwarded as chunked, it would
+    # reach the upstream in a framing the client never chose, which some servers refuse.
+    return None if "transfer-encoding" in request.headers else 0
 
 
-async def _capped(chunks: AsyncIterable[bytes], limit: int | None) -> AsyncIterator[bytes]:
-    """Yield the request body as it arrives; raise _BodyTooLarge as soon as it goes past limit bytes."""
+async def _capped(chunks: AsyncIterable[bytes], limit: int | None, read: asyncio.Event) -> AsyncIterator[bytes]:
+    """Yield the request body as it arrives; raise _BodyTooLarge as soon as it goes past limit bytes.
+
+    ``read`` is set once the whole body has been yielded.
+    """
     seen = 0
     async for chunk in chunks:
         seen += len(chunk)
@@ -156,6 +166,45 @@ async def _capped(chunks: AsyncIterable[bytes], limit: int | None) -> AsyncItera
             raise _BodyTooLarge(seen)
         if chunk:
             yield chunk
+    read.set()
+
+
+async def _answer_or_leave(client: httpx.AsyncClient, outgoing: httpx.Request, receive: Receive,
+                           body_read: asyncio.Event) -> httpx.Response | None:
+    """Send the request upstream; return its response, or None when the client leaves before it comes.
+
+    An upstream may take minutes to send its headers (a model thinking). A client that leaves
+    meanwhile is only seen here: Starlette watches for it once the response has begun.
+    """
+    sending = asyncio.ensure_future(client.send(outgoing, stream=True))
+
+    async def client_left() -> None:
+        await body_read.wait()  # until then the body's reader owns receive()
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    watching = asyncio.ensure_future(client_left())
+    try:
+        await asyncio.wait((sending, watching), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watching.cancel()
+        if not sending.done():  # the client left, or this request is itself cancelled
+            sending.cancel()  # cancelling the send drops the upstream connection
+        await asyncio.gather(sending, watching, return_exceptions=True)
+    if sending.cancelled():
+        return None
+    return sending.result()  # the response, or what went wrong sending the request
+
+
+async def _guarded(pending: Any, stream_id: str) -> None:
+    """Await an async on_call's result; log what it raises, as for a sync one."""
+    try:
+        # Shielded: when the client leaves, Starlette cancels the stream, and keeps cancelling every
+        # await in it (anyio's cancel scopes), among them the hand-over of the calls still in flight.
+        with anyio.CancelScope(shield=True):
+            await pending
+    except Exception:  # a failing handler must never break the client's stream
+        log.exception("on_call failed for stream %s", stream_id)
 
 
 def _too_large(stream_id: str, limit: int, size: int | None) -> JSONResponse:
@@ -187,8 +236,10 @@ def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *
     """Return the gateway as an ASGI app forwarding POST requests to `upstream_url` (a base URL).
 
     on_call(stream_id, call) runs once per tool call, as soon as the protocol completes it;
-    by default log_call. ``tee`` is what wraps the upstream chunks (callstitch.atee; None passes
-    them through plainly, which is how the benchmark measures what accumulation costs).
+    by default log_call. It may be an async function: atee awaits it, and it still runs to its end
+    for the calls in flight when the client leaves. ``tee`` is what wraps the upstream chunks
+    (callstitch.atee; None passes them through plainly, which is how the benchmark measures what
+    accumulation costs).
     ``max_body_bytes`` caps a request body (default: CALLSTITCH_GATEWAY_MAX_BODY_BYTES, else
     MAX_BODY_BYTES; a negative number: no cap). Bodies are streamed to the upstream as they
     arrive, never held whole; one over the cap gets a 413, up front when its Content-Length says
@@ -205,6 +256,9 @@ def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections // 10)
         async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+            # httpx's own defaults would reach the upstream as if the client had sent them.
+            for name in ("user-agent", "accept"):
+                del client.headers[name]
             clients.append(client)
             log.info("gateway: upstream %s, callstitch %s (%s)", upstream_url, callstitch.__version__,
                      callstitch.IMPLEMENTATION if tee is callstitch.atee else "custom tee" if tee else "no tee")
@@ -224,10 +278,11 @@ def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *
         path = request.scope.get("raw_path") or request.url.path.encode()  # as sent, %-escapes and all
         query = request.scope.get("query_string", b"")
         url = upstream_url + path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
-        body = _capped(request.stream(), max_body)
+        body_read = asyncio.Event()
+        body = _capped(request.stream(), max_body, body_read)
         outgoing = clients[0].build_request("POST", url, headers=headers, content=body)
         try:
-            upstream = await clients[0].send(outgoing, stream=True)
+            upstream = await _answer_or_leave(clients[0], outgoing, request.receive, body_read)
         except _BodyTooLarge:
             return _too_large(stream_id, max_body, None)  # type: ignore[arg-type]
         except ClientDisconnect:
@@ -237,12 +292,19 @@ def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *
             log.warning("upstream unreachable for stream %s: %r", stream_id, exc)
             return JSONResponse({"error": {"message": f"upstream unreachable: {exc!r}", "type": "bad_gateway"}},
                                 status_code=502)
+        if upstream is None:
+            log.warning("client left before the upstream answered for stream %s", stream_id)
+            return Response(status_code=400)  # nobody is there to read it
 
-        def hand_over(call: callstitch.ToolCall) -> None:
+        def hand_over(call: callstitch.ToolCall) -> Any:
             try:
-                handler(stream_id, call)
+                value = handler(stream_id, call)
             except Exception:  # a failing handler must never break the client's stream
                 log.exception("on_call failed for stream %s", stream_id)
+                return None
+            # An async handler's coroutine goes back to atee, which awaits it: dropped here, it
+            # would never run.
+            return _guarded(value, stream_id) if inspect.isawaitable(value) else None
 
         relayed: AsyncIterable[bytes] = upstream.aiter_raw()  # the bytes as received: no decoding, no re-chunking
         if tee is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from types import FunctionType
 from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 
@@ -25,11 +26,13 @@ class _Tap:
         self._acc = accumulator if accumulator is not None else Accumulator(format=format, limits=limits)
         self._on_call = on_call
         self._result: Result | None = None
-        # ids of the calls on_call has had (the accumulator keeps them alive); made with the first one
-        self._handed: set[int] | None = None
+        # (choice, index) of the calls on_call has had; made with the first one. Not id(call): a
+        # call that gets a piece after its hand-over is rebuilt as a new object at the end, and
+        # the id of one that nobody kept may come back as another call's.
+        self._handed: set[tuple[int, int]] | None = None
         self._settled = False  # the calls left at the end have been handed over
 
-    def _handing(self) -> set[int]:
+    def _handing(self) -> set[tuple[int, int]]:
         if self._handed is None:
             self._handed = set()
         return self._handed
@@ -40,7 +43,10 @@ class _Tap:
             return
         handed = self._handing()
         for call in calls:
-            handed.add(id(call))
+            key = (call.choice, call.index)
+            if key in handed:  # an on_call that read .result has had it already, with the calls still due
+                continue
+            handed.add(key)
             value = self._on_call(call)  # type: ignore[misc]
             if value is not None:  # (most on_calls return None: no isawaitable() for them)
                 _refuse_awaitable(value)
@@ -53,11 +59,10 @@ class _Tap:
             return []
         self._settled = True
         # Calls the protocol never closed (the stream ended, or the client left) are handed over
-        # now, so every call reaches on_call once.
-        handed = self._handed or ()
-        left = [call for call in self._result.tool_calls if id(call) not in handed]
-        self._handed = None
-        return left
+        # now, so every call reaches on_call once. The keys stay: a hand-over still under way
+        # (on_call read .result) skips the calls handed here.
+        handed = self._handing()
+        return [call for call in self._result.tool_calls if (call.choice, call.index) not in handed]
 
     def _finish(self) -> None:
         self._hand(self._left())
@@ -102,10 +107,12 @@ class Tee(_Tap):
                     self._hand(calls)
                 yield chunk
         finally:  # also when the consumer stops early (a client that disconnects)
-            close = getattr(self._chunks, "close", None)
-            if close is not None:
-                close()  # a consumer that stopped early stops the source too
-            self._finish()
+            try:
+                close = getattr(self._chunks, "close", None)
+                if close is not None:
+                    close()  # a consumer that stopped early stops the source too
+            finally:  # a source that fails to close still leaves calls on_call is due
+                self._finish()
 
 
 class ATee(_Tap):
@@ -122,16 +129,38 @@ class ATee(_Tap):
                     await self._ahand(calls)
                 yield chunk
         finally:
-            close = getattr(self._chunks, "aclose", None)
-            if close is not None:
-                await close()  # a consumer that stopped early stops the source too
-            await self._ahand(self._left())
+            try:
+                close = getattr(self._chunks, "aclose", None)
+                if close is not None:
+                    await close()  # a consumer that stopped early stops the source too
+            finally:  # also when closing fails, or is cancelled: .result never hands calls over
+                await self._ahand_left()
+
+    async def _ahand_left(self) -> None:
+        """Hand over the calls left at the end, shielded from a cancellation under way (a client that left)."""
+        # Starlette (and every anyio user) stops a response whose client left with a cancel scope,
+        # which cancels each await after it too: an async on_call would lose the calls in flight.
+        # Only where anyio is imported can such a scope be in force, so no dependency on it.
+        anyio = sys.modules.get("anyio")
+        if anyio is not None:
+            try:
+                scope = anyio.CancelScope(shield=True)
+            except Exception:  # (an event loop anyio does not know: no scope of its can be in force)
+                scope = None
+            if scope is not None:
+                with scope:
+                    await self._ahand(self._left())
+                return
+        await self._ahand(self._left())
 
     async def _ahand(self, calls: list[ToolCall]) -> None:
         """Give on_call the calls, awaiting it when it is async."""
         handed = self._handing()
         for call in calls:
-            handed.add(id(call))
+            key = (call.choice, call.index)
+            if key in handed:
+                continue
+            handed.add(key)
             value = self._on_call(call)  # type: ignore[misc]
             if inspect.isawaitable(value):
                 await value
