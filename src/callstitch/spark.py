@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator
 
 try:
     import pyarrow as pa
+    import pyarrow.compute as pc
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -116,7 +117,8 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
     names = schema.fieldNames()
     if body_col not in names:
         raise ValueError(f"no column {body_col!r} in the DataFrame; its columns: {', '.join(names)}")
-    keep = _kept(keep, names, body_col, _NAMES if emit == "calls" else _TURN_NAMES)
+    case_sensitive = df.sparkSession.conf.get("spark.sql.caseSensitive", "false").lower() == "true"
+    keep = _kept(keep, names, body_col, _NAMES if emit == "calls" else _TURN_NAMES, case_sensitive)
 
     body_type = schema[body_col].dataType
     body = _col(body_col)
@@ -142,23 +144,31 @@ def reassemble(df: Any, body_col: str = "body", format: str = "auto", limits: Li
 
 
 def _kept(keep: Iterable[str] | str | None, names: list[str], body_col: str,
-          taken: tuple[str, ...] = _NAMES) -> list[str]:
+          taken: tuple[str, ...] = _NAMES, case_sensitive: bool = False) -> list[str]:
     """Return the input columns to carry into the output rows; raise ValueError for a bad one."""
+    given = keep is not None
     if keep is None:
         keep = [n for n in names if n != body_col]
     elif isinstance(keep, str):
         keep = [keep]
     else:
         keep = list(keep)
+    # Spark matches names regardless of case unless spark.sql.caseSensitive is set: "ID" beside
+    # the output's "id" would make every later reference to either ambiguous.
+    fold = (lambda n: n) if case_sensitive else str.lower
+    output = {fold(n): n for n in taken}
     for name in keep:
         if name not in names:
             raise ValueError(f"keep names {name!r}, which is not a column of the DataFrame; "
                              f"its columns: {', '.join(names)}")
-        if name in taken:
-            raise ValueError(f"the column {name!r} would clash with the output column of that name; rename it "
-                             f"first (df.withColumnRenamed({name!r}, 'request_{name}')) or leave it out of keep")
-    if len(set(keep)) != len(keep):
-        raise ValueError(f"keep names a column twice: {keep!r}")
+        if fold(name) in output:
+            raise ValueError(f"the column {name!r} would clash with the output column {output[fold(name)]!r}; rename "
+                             f"it first (df.withColumnRenamed({name!r}, 'request_{name}')) or leave it out of keep")
+    if len({fold(n) for n in keep}) != len(keep):
+        if given:
+            raise ValueError(f"keep names a column twice: {keep!r}")
+        raise ValueError(f"the DataFrame has two columns of one name, which Spark cannot tell apart: {keep!r}; "
+                         "rename one, or name the columns to carry with keep")
     return keep
 
 
@@ -171,11 +181,9 @@ def _col(name: str) -> Any:
 
 def _map_batches(kind: str, format: str, limits: Limits | None, nkeep: int, emit: str,
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Turn each input batch (kept columns, then the body) into a batch of call rows (or turn rows)."""
+    """Turn each input batch (kept columns, then the body) into batches of call rows (or turn rows)."""
     for batch in batches:
-        out = _calls(batch, kind, format, limits, nkeep, _Rows() if emit == "calls" else _TurnRows())
-        if out is not None:
-            yield out
+        yield from _calls(batch, kind, format, limits, nkeep, _Rows if emit == "calls" else _TurnRows)
 
 
 def _raw_bodies(arr: pa.Array) -> Iterator[memoryview | None]:
@@ -204,30 +212,89 @@ def _array(values: list, type: pa.DataType) -> pa.Array:
         return pa.array([utf8_text(v) for v in values], type)
 
 
+# An output batch is sent on once its text reaches about this many bytes. A stream's errors
+# repeat on every call row and a kept column on every call of its row, so one body of under a
+# megabyte can make gigabytes of rows: past what one Arrow string column holds (2 GiB), and
+# more than a worker should hold at once. The margin below 2 GiB covers text counted in
+# characters of up to 4 bytes and kept columns estimated from their average.
+_BATCH_BYTES = 64 << 20
+
+
 def _calls(batch: pa.RecordBatch, kind: str, format: str, limits: Limits | None, nkeep: int,
-           out: Any) -> pa.RecordBatch | None:
-    """Reassemble every body of one batch; return its rows, made by out (None when there are none)."""
+           rows: Any) -> Iterator[pa.RecordBatch]:
+    """Reassemble every body of one batch; yield its rows, made by rows (a class), in batches of bounded size."""
     body = batch.column(nkeep)
-    bodies: Iterable[Any] = body.to_pylist() if kind == _CHUNKS else _raw_bodies(body)
+    bodies: Iterable[Any] = _chunk_lists(body) if kind == _CHUNKS else _raw_bodies(body)
     # Strings go out as Spark sends them in: large ones when it is set to (useLargeVarTypes).
     sent = body.type.value_type if kind == _CHUNKS else body.type
     large = pa.types.is_large_binary(sent) or pa.types.is_large_string(sent)
+    out = rows(batch, nkeep, pa.large_string() if large else pa.string(), _kept_bytes(batch, nkeep))
     for i, data in enumerate(bodies):
         if data is None:
             out.error_row(i, None, ["no body: the body column is null"])
-            continue
-        try:
-            result = _reassembled(data, kind, format, limits)
-        except (TypeError, ValueError) as exc:  # a chunk that is not JSON or not an object
-            out.error_row(i, None, [f"unexpected shape: {exc}"])
-            continue
-        except Exception as exc:  # noqa: BLE001 - one body must never fail a job of millions
-            out.error_row(i, None, [f"internal error: {type(exc).__name__}: {exc}"])
-            continue
-        out.add(i, result)
-    if not out.rows:
+        else:
+            try:
+                result = _reassembled(data, kind, format, limits)
+            except (TypeError, ValueError) as exc:  # a chunk that is not JSON or not an object
+                out.error_row(i, None, [f"unexpected shape: {exc}"])
+            except Exception as exc:  # noqa: BLE001 - one body must never fail a job of millions
+                out.error_row(i, None, [f"internal error: {type(exc).__name__}: {exc}"])
+            else:
+                at = out.add(i, result)
+                while at is not None:  # a stream whose rows fill more than a batch
+                    yield out.flush()
+                    at = out.add(i, result, at)
+        if out.size >= _BATCH_BYTES:
+            yield out.flush()
+    if out.rows:
+        yield out.flush()
+
+
+def _chunk_lists(arr: pa.Array) -> list[list | None]:
+    """Return each row's chunks (JSON texts) of an array<string> Arrow array, None for a null row.
+
+    A Spark string may hold bytes that are not UTF-8 (a cast from binary does not check them);
+    such a chunk is handed over as its bytes, which feed_chunk reports as a malformed chunk,
+    rather than failing the conversion of the whole batch.
+    """
+    try:
+        return arr.to_pylist()
+    except UnicodeDecodeError:
+        pass
+    text = arr.type.value_type
+    binary = pa.large_binary() if pa.types.is_large_string(text) else pa.binary()
+    lists = arr.cast(pa.large_list(binary) if pa.types.is_large_list(arr.type) else pa.list_(binary)).to_pylist()
+    return [None if chunks is None else [_text(c) for c in chunks] for chunks in lists]
+
+
+def _text(chunk: bytes | None) -> str | bytes | None:
+    """Return a chunk's bytes as text when they are UTF-8, else the bytes themselves."""
+    if chunk is None:
         return None
-    return out.record_batch(batch, nkeep, pa.large_string() if large else pa.string())
+    try:
+        return chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return chunk
+
+
+def _kept_bytes(batch: pa.RecordBatch, nkeep: int) -> list[int]:
+    """Return about how many bytes each input row's kept columns take, repeated in each of its output rows."""
+    total: Any = None
+    average = 0
+    for k in range(nkeep):
+        column = batch.column(k)
+        kind = column.type
+        if pa.types.is_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_string(kind) or \
+                pa.types.is_large_binary(kind):
+            lengths = pc.binary_length(column).cast(pa.int64()).fill_null(0)
+            total = lengths if total is None else pc.add(total, lengths)
+        elif batch.num_rows:
+            # Other types by their average: fixed-width ones are what they are; a nested one
+            # with long text in a few rows is underestimated, which the margin absorbs.
+            average += column.nbytes // batch.num_rows
+    if total is None:
+        return [average] * batch.num_rows
+    return (pc.add(total, average) if average else total).to_pylist()
 
 
 def _reassembled(data: Any, kind: str, format: str, limits: Limits | None) -> Any:
@@ -242,11 +309,37 @@ def _reassembled(data: Any, kind: str, format: str, limits: Limits | None) -> An
     return acc.finalize()
 
 
-class _Rows:
-    """The call rows of one batch, column by column."""
+class _Batch:
+    """What the rows of one input batch share: the input, the string type, the size so far."""
 
-    def __init__(self) -> None:
-        self.rows: list[int] = []     # the input row of each output row
+    def __init__(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType, kept: list[int]) -> None:
+        self.batch = batch
+        self.nkeep = nkeep
+        self.string_type = string_type
+        self.kept = kept               # about how many bytes each input row's kept columns take
+        self.rows: list[int] = []      # the input row of each output row
+        self.size = 0                  # about how many bytes the rows so far take
+
+    def _kept_columns(self) -> list[pa.Array]:
+        take = pa.array(self.rows, pa.int32())
+        return [self.batch.column(k).take(take) for k in range(self.nkeep)]
+
+
+def _bigint(value: Any) -> bool:
+    """Return whether a Spark bigint holds value (None: a null one)."""
+    return value is None or -(1 << 63) <= value < (1 << 63)
+
+
+class _Rows(_Batch):
+    """The call rows of one batch, column by column, sent on in batches of bounded size."""
+
+    def __init__(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType, kept: list[int]) -> None:
+        super().__init__(batch, nkeep, string_type, kept)
+        self._start()
+
+    def _start(self) -> None:
+        self.rows = []
+        self.size = 0
         self.choice: list = []
         self.index: list = []
         self.ids: list = []
@@ -268,20 +361,40 @@ class _Rows:
             col.append(None)
         self.formats.append(fmt)
         self.stream_errors.append(errors)
+        self.size += self.kept[i] + sum(map(len, errors)) + 64
 
-    def add(self, i: int, result: Any) -> None:
-        """Add a row per call of input row i's Result; one error row if it had errors and no calls."""
+    def add(self, i: int, result: Any, start: int = 0) -> int | None:
+        """Add a row per call of input row i's Result from call start on, one error row if it had errors and no calls.
+
+        Return the number of the first call not added when the batch filled up first (flush,
+        then add again from there), else None.
+        """
         calls = result.tool_calls
         errors = [str(e) for e in result.errors]
         if not calls:
             if errors:
                 self.error_row(i, result.format, errors)
-            return
-        fmt = result.format
+            return None
+        # A choice (or index) is kept as sent, and a bigint holds no integer past 64 bits: such a
+        # call is written with it null, and the stream's errors say what and whose.
+        fits = True
         for call in calls:
+            if not (_bigint(call.choice) and _bigint(call.index)):
+                fits = False
+                errors += [f"{what} {value} does not fit a bigint: written as null (call {call.id!r}, {call.name!r})"
+                           for what, value in (("choice", call.choice), ("index", call.index)) if not _bigint(value)]
+        fmt = result.format
+        # What every row of the stream repeats; of a call's own fields only the arguments are
+        # counted, the others being no longer than the part of the body they came from.
+        repeat = self.kept[i] + sum(map(len, errors)) + 64
+        for n in range(start, len(calls)):
+            call = calls[n]
             self.rows.append(i)
-            self.choice.append(call.choice)
-            self.index.append(call.index)
+            choice, index = call.choice, call.index
+            if not fits:
+                choice, index = (choice if _bigint(choice) else None), (index if _bigint(index) else None)
+            self.choice.append(choice)
+            self.index.append(index)
             self.ids.append(call.id)
             self.names.append(call.name)
             self.kinds.append(call.kind)
@@ -289,18 +402,23 @@ class _Rows:
             text, reason = (None, None) if args is None else arguments_json(args)
             self.arguments.append(text)
             # A call too deep to write as JSON is kept as the text received, with the reason.
-            self.raw.append(raw_text(call) if text is None else None)
+            raw = raw_text(call) if text is None else None
+            self.raw.append(raw)
             self.reasons.append(reason)
             self.error.append(None if call.error is None else str(call.error))
             self.quirks.append(list(call.quirks))
             self.formats.append(fmt)
             self.stream_errors.append(errors)
+            self.size += repeat + (len(text) if text is not None else len(raw) if raw is not None else 0)
+            if self.size >= _BATCH_BYTES and n + 1 < len(calls):
+                return n + 1
+        return None
 
-    def record_batch(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType) -> pa.RecordBatch:
-        """Return the rows as a batch: the kept columns of their input rows, then CALL_COLUMNS."""
+    def flush(self) -> pa.RecordBatch:
+        """Return the rows so far as a batch (the kept columns of their input rows, then CALL_COLUMNS); start anew."""
+        string_type = self.string_type
         strings = pa.list_(string_type)
-        take = pa.array(self.rows, pa.int32())
-        columns = [batch.column(k).take(take) for k in range(nkeep)]
+        columns = self._kept_columns()
         columns += [
             pa.array(self.choice, pa.int64()), pa.array(self.index, pa.int64()),
             _array(self.ids, string_type), _array(self.names, string_type), _array(self.kinds, string_type),
@@ -309,18 +427,24 @@ class _Rows:
             _array(self.reasons, string_type), _array(self.formats, string_type),
             _array(self.stream_errors, strings),
         ]
-        return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_NAMES))
+        self._start()
+        return pa.RecordBatch.from_arrays(columns, names=self.batch.schema.names[:self.nkeep] + list(_NAMES))
 
 
 def _in_the_errors(kind: str, message: str) -> None:
     """Report nothing more: a turn row's problems are already in its errors column."""
 
 
-class _TurnRows:
+class _TurnRows(_Batch):
     """The turn rows of one batch (emit="turns"): one per input row, column by column."""
 
-    def __init__(self) -> None:
-        self.rows: list[int] = []
+    def __init__(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType, kept: list[int]) -> None:
+        super().__init__(batch, nkeep, string_type, kept)
+        self._start()
+
+    def _start(self) -> None:
+        self.rows = []
+        self.size = 0
         self.formats: list = []
         self.complete: list = []
         self.responses: list = []
@@ -333,20 +457,24 @@ class _TurnRows:
         self.complete.append(False)
         self.responses.append(None)
         self.errors.append(errors)
+        self.size += self.kept[i] + sum(map(len, errors)) + 32
 
-    def add(self, i: int, result: Any) -> None:
-        """Add input row i's turn."""
+    def add(self, i: int, result: Any, start: int = 0) -> int | None:
+        """Add input row i's turn; return None (one row is never cut: the caller sends on a full batch)."""
         response, texts = response_json(result, _in_the_errors)
         self.rows.append(i)
         self.formats.append(result.format)
         self.complete.append(result.complete)
         self.responses.append(None if response is None else response.decode("utf-8", "surrogatepass"))
         self.errors.append(texts)
+        self.size += self.kept[i] + (0 if response is None else len(response)) + sum(map(len, texts)) + 32
+        return None
 
-    def record_batch(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType) -> pa.RecordBatch:
-        """Return the rows as a batch: the kept columns of their input rows, then TURN_COLUMNS."""
-        take = pa.array(self.rows, pa.int32())
-        columns = [batch.column(k).take(take) for k in range(nkeep)]
+    def flush(self) -> pa.RecordBatch:
+        """Return the rows so far as a batch (the kept columns of their input rows, then TURN_COLUMNS); start anew."""
+        string_type = self.string_type
+        columns = self._kept_columns()
         columns += [_array(self.formats, string_type), pa.array(self.complete, pa.bool_()),
                     _array(self.responses, string_type), _array(self.errors, pa.list_(string_type))]
-        return pa.RecordBatch.from_arrays(columns, names=batch.schema.names[:nkeep] + list(_TURN_NAMES))
+        self._start()
+        return pa.RecordBatch.from_arrays(columns, names=self.batch.schema.names[:self.nkeep] + list(_TURN_NAMES))
