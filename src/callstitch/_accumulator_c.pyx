@@ -884,7 +884,8 @@ Reassemble the tool calls of one streamed response.
                 if self._chunk == NULL:
                     raise MemoryError()
             if (event is None and cs_scan_chat_chunk(data, n, self._chunk, 31 & ~self._env_have)
-                    and (self._seen or self._chat_seen()) and not (self._chunk.reasoning and self._reasoning_new())):
+                    and (self._seen or self._chat_seen())
+                    and not (self._chunk.reasoning and self._reasoning_to_adapter())):
                 if self._chunk.env:
                     self._note_envelope()
                 self._apply_chunk()
@@ -948,13 +949,19 @@ Reassemble the tool calls of one streamed response.
         self._env_have = turn.have
         return 0
 
-    cdef bint _reasoning_new(self):
-        """Tell whether the chunk just scanned starts a choice's reasoning: the adapter notes its key name."""
+    cdef bint _reasoning_to_adapter(self):
+        """Tell whether the chunk just scanned starts a choice's reasoning, or sends it under both names.
+
+        The general adapter notes the name a choice's reasoning first came under, and keeps the
+        other name's text of a delta that has both as sent (_formats/openai_chat.py).
+        """
         cdef cs_choice *ch
         cdef int i
         cdef list texts
         for i in range(self._chunk.n_choices):
             ch = &self._chunk.choices[i]
+            if ch.reasoning_content.kind == CS_STR and ch.reasoning.kind == CS_STR:
+                return True
             if ch.reasoning_content.kind == CS_STR or ch.reasoning.kind == CS_STR:
                 texts = self._texts.get(ch.index)
                 if texts is None or texts[1] is None:

@@ -7,9 +7,13 @@ the payload alone, or already decoded as one-key objects such as ``{"contentBloc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._turns import bedrock as _turn
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .sink import Sink
 
 
 
@@ -38,7 +42,7 @@ class State:
         self.tools: set[int] = set()  # content block indices that are tool calls
 
 
-def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one ConverseStream event."""
     name, body = _unwrap(event, obj)
     if name is not None and name.endswith("Exception"):
@@ -58,7 +62,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
     apply(acc, state, turn, body, offset, obj)
 
 
-def _block_delta(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+def _block_delta(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """contentBlockDelta: a piece of a tool's input, of text or of reasoning."""
     index, delta = body.get("contentBlockIndex"), body.get("delta")
     if type(index) is not int or type(delta) is not dict:
@@ -66,11 +70,14 @@ def _block_delta(acc: Any, state: Any, turn: Any, body: dict, offset: int | None
         return
     tool = delta.get("toolUse")
     if type(tool) is dict:
-        if index in state.notes.tools:
+        notes: State = state.notes
+        if index in notes.tools:
             acc.fragment(0, index, None, None, tool.get("input"))
         elif type(tool.get("input")) is str:  # a server tool's input: the turn keeps it
             block = turn.block(index)
-            block.pieces = (block.pieces or []) + [tool["input"]]
+            if block.pieces is None:  # appended in place: a new list per piece would cost n squared
+                block.pieces = []
+            block.pieces.append(tool["input"])
         return
     text = delta.get("text")
     if type(text) is str:
@@ -89,22 +96,24 @@ def _block_delta(acc: Any, state: Any, turn: Any, body: dict, offset: int | None
         _turn.note_other(turn.block(index), delta)
 
 
-def _block_start(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+def _block_start(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """contentBlockStart: a client tool's call begins with its id and name (the turn keeps every start)."""
     index, start = body.get("contentBlockIndex"), body.get("start")
-    tool = start.get("toolUse") if type(start) is dict else None
-    block = turn.block(index) if type(index) is int and type(start) is dict else None
-    if block is not None:
-        block.start = start
-    if block is not None and type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
-        state.notes.tools.add(index)
+    if type(index) is not int or type(start) is not dict:
+        return
+    block = turn.block(index)
+    block.start = start
+    tool = start.get("toolUse")
+    if type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
+        notes: State = state.notes
+        notes.tools.add(index)
         block.client = True
         call_id, tool_name = tool.get("toolUseId"), tool.get("name")
         acc.fragment(0, index, call_id if type(call_id) is str else None,
                      tool_name if type(tool_name) is str else None, None)
 
 
-def _block_stop(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+def _block_stop(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """contentBlockStop: a block's text ends, a tool's call is complete."""
     index = body.get("contentBlockIndex")
     if type(index) is not int:
@@ -113,11 +122,12 @@ def _block_stop(acc: Any, state: Any, turn: Any, body: dict, offset: int | None,
         turn.attend(0, -1, acc.text_length(0, 0))
     if turn.reasoning_open == index:
         turn.attend(1, -1, acc.text_length(0, 1))
-    if index in state.notes.tools:
+    notes: State = state.notes
+    if index in notes.tools:
         acc.complete(0, index)
 
 
-def _message_stop(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+def _message_stop(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """messageStop: the stop reason; every call is complete."""
     turn.stop.update(body)
     reason = body.get("stopReason")
@@ -128,14 +138,14 @@ def _message_stop(acc: Any, state: Any, turn: Any, body: dict, offset: int | Non
     acc.complete(None, None)
 
 
-def _metadata(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+def _metadata(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """metadata: usage and metrics, for the turn."""
     turn.metadata.update(body)
     if body.get("usage") is not None:
         state.usage = body["usage"]
 
 
-def _message_start(acc: Any, state: Any, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
+def _message_start(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """messageStart: the role."""
     turn.role = body.get("role")
 

@@ -8,11 +8,15 @@ reported as an "unexpected shape" and that item skipped, so nothing else is lost
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._turns.openai_chat import (CALL_KNOWN, CHOICE_KNOWN, DELTA_KNOWN, ENVELOPE, FUNCTION_KNOWN, NOT_EXTRA,
                                   ChatTurn, keep_first, merge_delta, note_logprobs)
 from .inband import error_text
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .sink import Sink
 
 TEXT_CONTENT, TEXT_REASONING, TEXT_REFUSAL = 0, 1, 2
 _NOT_AN_EXTRA = NOT_EXTRA | frozenset(ENVELOPE)  # top-level keys that are no extra of the response
@@ -24,7 +28,7 @@ _TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING)
                 ("reasoning", TEXT_REASONING), ("refusal", TEXT_REFUSAL))
 
 
-def handle_chunk(acc: Any, state: Any, chunk: Any, offset: int | None) -> None:
+def handle_chunk(acc: Sink, state: StreamState, chunk: Any, offset: int | None) -> None:
     """Apply one parsed chat-completion chunk to the accumulator."""
     if type(chunk) is not dict:
         state.error("unexpected shape", f"a chunk must be a JSON object, got {type(chunk).__name__}", offset, chunk)
@@ -58,11 +62,11 @@ def _note_envelope(turn: ChatTurn, chunk: dict) -> None:
     envelope_too = chunk.get("object") != ""
     if _NOT_AN_EXTRA.issuperset(chunk):  # the common chunk: only the envelope fields to look at
         if envelope_too and not _LACKING[turn.have].isdisjoint(chunk):
-            for key, bit in ENVELOPE.items():
+            for key, known in ENVELOPE.items():
                 value = chunk.get(key)
-                if value is not None and not turn.have & bit:
+                if value is not None and not turn.have & known:
                     turn.envelope[key] = value
-                    turn.have |= bit
+                    turn.have |= known
         return
     for key, value in chunk.items():
         if key in NOT_EXTRA or value is None:
@@ -85,7 +89,7 @@ def _note_choice(turn: ChatTurn, number: int, choice: dict) -> None:
             keep_first(turn.choice(number).extras, key, value)
 
 
-def _handle_choice(acc: Any, state: Any, turn: ChatTurn, choice: Any, offset: int | None) -> None:
+def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, offset: int | None) -> None:
     if type(choice) is not dict:
         state.error("unexpected shape", "a choice is not an object", offset, choice)
         return
@@ -119,7 +123,8 @@ def _handle_choice(acc: Any, state: Any, turn: ChatTurn, choice: Any, offset: in
             state.error("unexpected shape", "'finish_reason' is not a string", offset, choice)
 
 
-def _handle_delta(acc: Any, state: Any, turn: ChatTurn, number: int, delta: dict, offset: int | None) -> None:
+def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn, number: int, delta: dict,
+                  offset: int | None) -> None:
     calls = delta.get("tool_calls")
     if calls is None or len(delta) > 1:  # most deltas hold tool_calls alone: skip the text lookups
         for field, which in _TEXT_FIELDS:
@@ -130,6 +135,11 @@ def _handle_delta(acc: Any, state: Any, turn: ChatTurn, number: int, delta: dict
                         record = turn.choice(number)
                         if record.reasoning_key is None:
                             record.reasoning_key = field  # given back under the name it came with
+                        elif record.reasoning_key != field and type(delta.get(record.reasoning_key)) is str:
+                            # The same reasoning under both names (a server or proxy sends the old and
+                            # the new): the choice's is the first name's; this one is kept as sent.
+                            merge_delta(record.message, {field: text})
+                            continue
                     acc.text_piece(number, which, text)
                 else:
                     state.error("unexpected shape", f"'{field}' is not a string", offset, delta)
@@ -183,7 +193,7 @@ def _note_call(turn: ChatTurn, number: int, index: Any, call_id: Any, call: dict
         merge_delta(turn.choice(number).calls.setdefault(key, {}), extras)
 
 
-def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any, function: Any,
+def _handle_function(acc: Sink, state: StreamState, number: int, index: Any, call_id: Any, function: Any,
                      offset: int | None) -> None:
     if type(function) is not dict:
         state.error("unexpected shape", "'function' is not an object", offset, function)
@@ -195,7 +205,7 @@ def _handle_function(acc: Any, state: Any, number: int, index: Any, call_id: Any
     acc.fragment(number, index, call_id, name, function.get("arguments"))
 
 
-def _handle_custom(acc: Any, state: Any, number: int, index: Any, call_id: Any, custom: Any,
+def _handle_custom(acc: Sink, state: StreamState, number: int, index: Any, call_id: Any, custom: Any,
                    offset: int | None) -> None:
     """One fragment of a custom (free-form) tool call: custom.name, and custom.input, text as sent."""
     if custom is not None and type(custom) is not dict:
@@ -244,7 +254,7 @@ def nothing_for_the_turn(turn: ChatTurn | None, chunk: dict, choice: dict, call:
     return True
 
 
-def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one parsed event (the adapter interface)."""
     handle_chunk(acc, state, obj, offset)
 

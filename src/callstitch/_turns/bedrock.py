@@ -122,7 +122,10 @@ def note_reasoning(block: Block, reasoning: dict) -> None:
     if reasoning.get("signature") is not None:
         block.signature = reasoning["signature"]
     if reasoning.get("redactedContent") is not None:
-        block.redacted = (block.redacted or []) + [reasoning["redactedContent"]]
+        # Appended in place: a new list per piece would cost a stream of n pieces n squared.
+        if block.redacted is None:
+            block.redacted = []
+        block.redacted.append(reasoning["redactedContent"])
 
 
 def note_other(block: Block, delta: dict) -> None:
@@ -130,10 +133,18 @@ def note_other(block: Block, delta: dict) -> None:
     for key, value in delta.items():
         if key == "toolUse":
             continue
+        # The lists grow in place: a new list per delta would cost a stream of n deltas n squared.
         if key == "citation":
-            block.citations = (block.citations or []) + [value]
+            if block.citations is None:
+                block.citations = []
+            block.citations.append(value)
         elif key == "toolResult":
-            block.results = (block.results or []) + (value if type(value) is list else [value])
+            if block.results is None:
+                block.results = []
+            if type(value) is list:
+                block.results.extend(value)
+            else:
+                block.results.append(value)
         else:
             block.other = block.other or {}
             if type(value) is dict and type(block.other.get(key)) is dict:
@@ -170,14 +181,16 @@ def _message(result: Any, turn: BedrockTurn, blobs: bool) -> dict[str, Any]:
 
 def _entries(block: Block, texts: _Texts, calls: list, blobs: bool) -> list[dict]:
     """Return the content blocks one streamed block makes (one, unless a mangled stream mixed kinds)."""
-    out = []
+    out: list[dict[str, Any]] = []
+    merged = set()  # the members of block.other merged into the start's (the record is read, never changed)
     for kind, value in (block.start or {}).items():
         if kind == "toolUse" and type(value) is dict:
             out.append({"toolUse": {**value, "input": _tool_input(block, value, calls)}})
         elif kind == "toolResult" and type(value) is dict:
             out.append({"toolResult": {**value, "content": list(block.results or ())}})
         elif type(value) is dict and block.other and type(block.other.get(kind)) is dict:
-            out.append({kind: {**value, **block.other.pop(kind)}})
+            out.append({kind: {**value, **block.other[kind]}})
+            merged.add(kind)
         else:
             out.append({kind: value})
     text = texts.of(block, TEXT)
@@ -197,7 +210,7 @@ def _entries(block: Block, texts: _Texts, calls: list, blobs: bool) -> list[dict
         out.append({"reasoningContent": {"redactedContent": _redacted(block.redacted, blobs)}})
     if block.results and not (block.start and "toolResult" in block.start):
         out.append({"toolResult": {"content": block.results}})
-    out.extend({kind: value} for kind, value in (block.other or {}).items())
+    out.extend({kind: value} for kind, value in (block.other or {}).items() if kind not in merged)
     return out
 
 

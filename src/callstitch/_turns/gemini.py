@@ -98,7 +98,7 @@ class GeminiCandidate:
     signature, extras]`` (the ordinal-th call of the choice), ``[OTHER, part]``.
     """
 
-    __slots__ = ("fields", "content", "parts", "run", "calls")
+    __slots__ = ("fields", "content", "parts", "run", "calls", "cited")
 
     def __init__(self) -> None:
         self.fields: dict[str, Any] = {}
@@ -106,6 +106,8 @@ class GeminiCandidate:
         self.parts: list[list] = []
         self.run: list | None = None
         self.calls = 0
+        # The citation lists this record merged into, by key: its own copies, and what they hold.
+        self.cited: dict[str, _Seen] = {}
 
     def take(self, candidate: dict) -> None:
         """Record a candidate chunk's fields but its parts."""
@@ -118,9 +120,36 @@ class GeminiCandidate:
                         if name != "parts" and item is not None:
                             self.content[name] = item
             elif key == "citationMetadata" and type(value) is dict and key in self.fields:
-                self.fields[key] = _more_citations(self.fields[key], value)
+                self._more_citations(value)
             else:
                 self.fields[key] = value
+
+    def _more_citations(self, new: dict) -> None:
+        """Add the citations of a later citationMetadata to those kept, each once; its other fields replace theirs.
+
+        The lists grow in place, and each citation is looked for among the equal-looking ones only:
+        a stream of n chunks that each cite costs n, not n squared. The log's own objects stay as read.
+        """
+        kept = self.fields["citationMetadata"]
+        if type(kept) is not dict:
+            self.fields["citationMetadata"] = new
+            self.cited = {}
+            return
+        if not self.cited:
+            kept = self.fields["citationMetadata"] = dict(kept)  # this record's own, from now on
+        for key, value in new.items():
+            old = kept.get(key)
+            if key in _CITATION_LISTS and type(old) is list and type(value) is list:
+                seen = self.cited.get(key)
+                if seen is None:
+                    old = kept[key] = list(old)
+                    seen = self.cited[key] = _Seen(old)
+                added = [item for item in value if item not in seen]  # (repeats within one chunk stay, as sent)
+                old.extend(added)
+                seen.update(added)
+            else:
+                kept[key] = value
+                self.cited.pop(key, None)  # a list taken as sent is copied before it grows
 
     def close_run(self, lengths: tuple) -> None:
         """End the open text run where the choice's text of its kind ended (lengths: content, thought)."""
@@ -185,16 +214,54 @@ def _take_envelope(fields: dict, candidates: dict, obj: dict) -> None:
         record.take(candidate)
 
 
-def _more_citations(kept: Any, new: dict) -> Any:
-    """Return citationMetadata with the citations of new added to those kept (each once)."""
-    if type(kept) is not dict:
-        return new
-    merged = {**kept, **new}
-    for key in _CITATION_LISTS:
-        old, more = kept.get(key), new.get(key)
-        if type(old) is list and type(more) is list:
-            merged[key] = old + [item for item in more if item not in old]
-    return merged
+class _Seen:
+    """The JSON values of a list, for telling whether a value equal to one is in it without comparing it to all."""
+
+    __slots__ = ("buckets", "loose")
+
+    def __init__(self, items: list) -> None:
+        self.buckets: dict[Any, list] = {}  # by _shape: values equal to each other have one shape
+        self.loose: list = []  # values with no shape (nested too deep, keys of several types): compared one by one
+        self.update(items)
+
+    def update(self, items: list) -> None:
+        for item in items:
+            shape = _shape(item)
+            if shape is _NO_SHAPE:
+                self.loose.append(item)
+            else:
+                self.buckets.setdefault(shape, []).append(item)
+
+    def __contains__(self, item: Any) -> bool:
+        shape = _shape(item)
+        return item in self.loose if shape is _NO_SHAPE else item in self.buckets.get(shape, ())
+
+
+_NO_SHAPE = object()
+
+
+def _shape(value: Any, depth: int = 0) -> Any:
+    """Return a hashable form of a JSON value that values equal to it (==) share; _NO_SHAPE when it has none."""
+    kind = type(value)
+    if kind is dict:
+        if depth > 20:
+            return _NO_SHAPE
+        try:
+            items = sorted(value.items())
+        except TypeError:  # keys of several types
+            return _NO_SHAPE
+        shapes = [(key, _shape(inner, depth + 1)) for key, inner in items]
+        return _NO_SHAPE if any(shape is _NO_SHAPE for _key, shape in shapes) else ("{", tuple(shapes))
+    if kind is list:
+        if depth > 20:
+            return _NO_SHAPE
+        shapes = [_shape(inner, depth + 1) for inner in value]
+        return _NO_SHAPE if any(shape is _NO_SHAPE for shape in shapes) else ("[", tuple(shapes))
+    try:  # (equal numbers hash alike: 1, 1.0 and True share a bucket, as == has them)
+        hash(value)
+    except TypeError:
+        return _NO_SHAPE
+    return value
 
 
 # ---------------------------------------------------------------- building the objects

@@ -106,7 +106,8 @@ def merge_delta(into: dict, delta: dict) -> None:
 
     A key not held (or held as null) takes the value; "index" and "type" are replaced; strings
     are joined and numbers added; objects merge; lists of objects with an "index" merge entry by
-    index, other lists are extended.
+    index, other lists are extended. Joined strings and extended lists are held as Growing until
+    read (owned() gives their value), so that a stream of n pieces costs n, not n squared.
     """
     for key, value in delta.items():
         held = into.get(key)
@@ -118,21 +119,87 @@ def merge_delta(into: dict, delta: dict) -> None:
                 continue
         if key == "index" or key == "type":
             into[key] = value
+        elif type(held) is Growing and not held.indexed(value):
+            held.grow(value)
+        elif type(held) is Growing:
+            # A list extended with objects, or still empty when indexed objects come: from now on
+            # merged entry by index, as the SDK does.
+            held = into[key] = held.value()
+            if type(value) is list:
+                _merge_list(held, value)
         elif type(held) is str and type(value) is str:
-            into[key] = held + value
+            into[key] = Growing(held, value, True)
         elif _number(held) and _number(value):
             into[key] = held + value
         elif type(held) is dict and type(value) is dict:
             merge_delta(held, value)
         elif type(held) is list and type(value) is list:
-            _merge_list(held, value)
+            if _scalars(held) and (held or not _indexed(value)):
+                into[key] = Growing(held, fresh(value), False)
+            else:
+                _merge_list(held, value)
         # Any other pairing (a string then an object, say) keeps what was held, as the SDK does.
 
 
+class Growing:
+    """A string being joined or a list of scalars being extended, kept as its pieces until read.
+
+    The SDK joins (or extends) on every delta, which copies all that came before each time: a
+    hostile stream of many small pieces would cost the square of its length. Only merge_delta makes
+    one, only in a ChoiceTurn's message and calls; owned() reads it. Pickled as its value.
+    """
+
+    __slots__ = ("pieces", "text", "mixed", "size")
+
+    def __init__(self, first: Any, second: Any, text: bool) -> None:
+        self.pieces = [first, second]
+        self.text = text  # True: str pieces, joined; False: lists, concatenated
+        self.mixed = not text and not _scalars(second)  # the list now holds more than scalars
+        self.size = 0 if text else len(first) + len(second)
+
+    def indexed(self, value: Any) -> bool:
+        """Tell whether value must be merged by index into the list held (the list is no longer scalars alone)."""
+        return not self.text and (self.mixed or (not self.size and _indexed(value)))
+
+    def grow(self, value: Any) -> None:
+        """Add a later delta's value the way the SDK merges it into what is held."""
+        if self.text:
+            if type(value) is str:
+                self.pieces.append(value)
+        elif type(value) is list:
+            # A list held whole of scalars takes any later list as it is (the SDK extends it).
+            self.pieces.append(fresh(value))
+            self.mixed = not _scalars(value)
+            self.size += len(value)
+
+    def value(self) -> Any:
+        """Return the joined string or the extended list (a new list each time)."""
+        if self.text:
+            return "".join(self.pieces)
+        return [item for piece in self.pieces for item in piece]
+
+    def __reduce__(self) -> tuple:
+        return (_unpickled, (self.value(),))
+
+
+def _unpickled(value: Any) -> Any:
+    return value  # a pickled Growing comes back as the value it had
+
+
+def owned(value: Any) -> Any:
+    """Return a value of a ChoiceTurn's message or calls for the caller: Growing read, dicts and lists copied."""
+    kind = type(value)
+    if kind is Growing:
+        return fresh(value.value())
+    if kind is dict:
+        return {key: owned(inner) for key, inner in value.items()}
+    if kind is list:
+        return [owned(inner) for inner in value]
+    return value
+
+
 def _merge_list(held: list, value: list) -> None:
-    if all(type(x) in (str, int, float) for x in held) and (held or not _indexed(value)):
-        held.extend(value)
-        return
+    """Merge a list of indexed objects into held entry by entry (a list extended is merge_delta's Growing)."""
     for entry in value:
         if type(entry) is not dict or type(entry.get("index")) is not int:
             continue  # the SDK raises here; a stream that does this keeps what it had
@@ -142,6 +209,10 @@ def _merge_list(held: list, value: list) -> None:
                 merge_delta(held[index], entry)
         else:
             held.insert(index, fresh(entry))
+
+
+def _scalars(held: list) -> bool:
+    return all(type(x) in (str, int, float) for x in held)
 
 
 def _indexed(value: Any) -> bool:
@@ -200,6 +271,10 @@ def message(result: Any, turn: ChatTurn | None, choice: int) -> dict[str, Any]:
         if each.index == choice:
             break
     else:
+        if choice == 0:
+            # A stream cut or failed before its first content (an in-band error, a role-only chunk):
+            # an empty turn, as every other format gives, not a crash in the caller's history code.
+            return {"role": "assistant", "content": None}
         raise IndexError(f"the stream has no choice {choice} (its choices: {[c.index for c in result.choices]})")
     record = turn.choices.get(choice) if turn is not None else None
     said = _message(result, each, record)
@@ -225,7 +300,7 @@ def _message(result: Any, choice: Any, record: ChoiceTurn | None) -> dict[str, A
     out: dict[str, Any] = {"role": "assistant", "content": choice.text, "refusal": choice.refusal}
     if record is not None:
         for key, value in record.message.items():
-            out.setdefault(key, fresh(value))
+            out.setdefault(key, owned(value))
     if choice.reasoning is not None:
         key = record.reasoning_key if record is not None and record.reasoning_key else "reasoning_content"
         out[key] = choice.reasoning
@@ -252,7 +327,7 @@ def _call(call: Any, record: ChoiceTurn | None) -> dict[str, Any]:
             for key, value in extras.items():
                 if (key == "function" or key == "custom") and key in out:
                     for inner, inner_value in value.items():
-                        out[key].setdefault(inner, fresh(inner_value))
+                        out[key].setdefault(inner, owned(inner_value))
                 else:
-                    out.setdefault(key, fresh(value))
+                    out.setdefault(key, owned(value))
     return out
