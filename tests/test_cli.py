@@ -169,3 +169,28 @@ def test_help_explains_with_examples():
     for word in ("--field", "--output-format", "-j", "HAR", "gzip", "[DONE]", "Exit status", "examples:",
                  "callstitch reassemble gateway.jsonl --field response.body"):
         assert word in text
+
+
+@pytest.mark.parametrize("twin", ["c", "py"])
+def test_parquet_writes_a_choice_past_64_bits_as_null_and_says_so(tmp_path, twin):
+    # A choice number is kept as sent, and JSON lines hold any integer; Parquet's int64 column does
+    # not: the CLI died with an OverflowError traceback and wrote no file.
+    pq = pytest.importorskip("pyarrow.parquet")
+    body = tmp_path / "big.sse"
+    body.write_bytes(b'data: {"choices":[{"index":9223372036854775808,"delta":{"tool_calls":[{"index":0,"id":"big",'
+                     b'"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\n'
+                     b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ok","function":'
+                     b'{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n')
+    env = {"CALLSTITCH_NO_EXTENSIONS": "1" if twin == "py" else "0"}
+    lines = run(str(body), env=env)
+    assert lines.returncode == 0 and [r["choice"] for r in records(lines)] == [0, 2 ** 63]  # choices in order
+    parquet = tmp_path / "big.parquet"
+    proc = run(str(body), "-o", str(parquet), env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    assert b"1 call's choice or index does not fit Parquet's int64: written as null" in proc.stderr
+    rows = pq.read_table(parquet).to_pylist()
+    assert [(r["id"], r["choice"], r["index"], orjson.loads(r["arguments"])) for r in rows] == [
+        ("ok", 0, 0, {}), ("big", None, 0, {})]
+    assert rows[0]["reason"] is None
+    assert rows[1]["reason"] == "choice 9223372036854775808 does not fit Parquet's int64: written as null"

@@ -116,6 +116,9 @@ def _summary_text(summary: Any, elapsed: float) -> str:
     return text
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 class _ParquetSink:
     """Write records as Parquet row groups (arguments as a JSON string column)."""
 
@@ -129,6 +132,7 @@ class _ParquetSink:
         self.schema = self._schema(pa)
         self._writer = pq.ParquetWriter(target, self.schema)
         self._cols: dict[str, list] = {name: [] for name in self.schema.names}
+        self.nulled = 0  # calls whose choice or index an int64 column cannot hold (written as null)
 
     @staticmethod
     def _schema(pa: Any) -> Any:
@@ -147,8 +151,15 @@ class _ParquetSink:
             args = r["arguments"]
             cols["source"].append(r["source"])
             cols["stream"].append(r["stream"])
-            cols["choice"].append(r["choice"])
-            cols["index"].append(r["index"])
+            choice, index, reason = r["choice"], r["index"], r.get("reason")
+            # A choice is kept as sent, and JSON holds any integer; an int64 column does not.
+            for what, value in (("choice", choice), ("index", index)):
+                if not _INT64_MIN <= value <= _INT64_MAX:
+                    note = f"{what} {value} does not fit Parquet's int64: written as null"
+                    reason = note if reason is None else f"{reason}; {note}"
+                    self.nulled += 1
+            cols["choice"].append(choice if _INT64_MIN <= choice <= _INT64_MAX else None)
+            cols["index"].append(index if _INT64_MIN <= index <= _INT64_MAX else None)
             cols["id"].append(r["id"])
             cols["name"].append(r["name"])
             cols["kind"].append(r["kind"])
@@ -157,7 +168,7 @@ class _ParquetSink:
             cols["error"].append(r["error"])
             cols["quirks"].append(r["quirks"])
             cols["raw_arguments"].append(r.get("raw_arguments"))
-            cols["reason"].append(r.get("reason"))
+            cols["reason"].append(reason)
         if len(cols["source"]) >= self._ROWS:
             self._flush()
 
@@ -243,17 +254,17 @@ def _guarded(fn: Any) -> Any:
     return call
 
 
-def _open_output(args: argparse.Namespace, fmt: str) -> tuple[Any, Any]:
-    """Return (write, close) for the output; raises ImportError (no pyarrow) or _OutputError."""
+def _open_output(args: argparse.Namespace, fmt: str) -> tuple[Any, Any, Any]:
+    """Return (write, close, the Parquet sink or None) for the output; raise ImportError or _OutputError."""
     target: Any = args.output if args.output else sys.stdout.buffer
     try:
         if fmt == "parquet":
             sink: Any = (_TurnParquetSink if args.emit == "turns" else _ParquetSink)(target)
-            return _guarded(sink.write), _guarded(sink.close)
+            return _guarded(sink.write), _guarded(sink.close), sink
         out: BinaryIO = open(target, "wb") if args.output else target
     except OSError as exc:
         raise _OutputError(exc.strerror or str(exc)) from None
-    return _guarded(out.write), _guarded(out.close if args.output else out.flush)
+    return _guarded(out.write), _guarded(out.close if args.output else out.flush), None
 
 
 def _release_stdout() -> None:
@@ -273,7 +284,7 @@ def reassemble_command(args: argparse.Namespace) -> int:
     try:
         fmt = output_format(args)
         _check_emit(args, fmt)
-        write, close = _open_output(args, fmt)
+        write, close, sink = _open_output(args, fmt)
     except ValueError as exc:
         err.write(f"callstitch: {exc}\n")
         return 2
@@ -307,9 +318,13 @@ def reassemble_command(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    nulled = getattr(sink, "nulled", 0)
+    if nulled:  # said even with --quiet: the file holds less than the records did
+        err.write(f"callstitch: {nulled} call{'' if nulled == 1 else 's'}'s choice or index does not fit "
+                  "Parquet's int64: written as null (its reason says so)\n")
     if not quiet:
         err.write(_summary_text(batch.summary, time.perf_counter() - started) + "\n")
-    return 1 if batch.summary.failed else 0
+    return 1 if batch.summary.failed or nulled else 0
 
 
 def _check_emit(args: argparse.Namespace, fmt: str) -> None:
