@@ -13,7 +13,7 @@ if _PURE_INSTALL or os.environ.get("CALLSTITCH_NO_EXTENSIONS", "") not in ("", "
     IMPLEMENTATION = "python"
 else:
     try:
-        from ._accumulator_c import Accumulator
+        from ._accumulator_c import Accumulator  # type: ignore[assignment]  # (type checkers read the pure twin)
     except ImportError as exc:  # a missing build is an error, never a silent fallback
         raise ImportError(f"callstitch's compiled extension is not available ({exc}); reinstall callstitch "
                           "with a C compiler, or set CALLSTITCH_NO_EXTENSIONS=1 to use the pure-Python "

@@ -65,7 +65,7 @@ class Accumulator(SlotBook):
         self._fed_from = 0        # the stream offset the data fed last starts at
         # The layout of the last chunk read inline, for the next ones (_learn_layout, _same_layout)
         self._layout: tuple | None = None
-        self._layout_head = _NO_HEAD
+        self._layout_head: bytes | tuple[()] = _NO_HEAD
         self._layout_tries = _LAYOUT_TRIES
 
     # ---------------------------------------------------------------- framing
@@ -104,9 +104,10 @@ class Accumulator(SlotBook):
         fed = len(data)
         self._fed = True
         if not self._sse:
-            data = _framing.route(self, self._state, data)
-            if data is None:
+            routed = _framing.route(self, self._state, data)
+            if routed is None:
                 return
+            data = routed
             self._sse = True
         if self._halting:
             # Where the fed data begins, as a stream offset (for a halt at the terminator); data may
@@ -410,7 +411,7 @@ class Accumulator(SlotBook):
         if at < 0:
             return
         start = at + 13
-        close = _STRING_BODY.match(payload, start).end()
+        close = _STRING_BODY.match(payload, start).end()  # type: ignore[union-attr]  # (it matches "" too)
         if payload[close:close + 1] != b'"':
             return
         mid = None
@@ -418,7 +419,7 @@ class Accumulator(SlotBook):
         other = end.rfind(b'"obfuscation":"')  # OpenAI's random padding: other text in every chunk
         if other >= 0:
             second = close + other + 15
-            after = _STRING_BODY.match(payload, second).end()
+            after = _STRING_BODY.match(payload, second).end()  # type: ignore[union-attr]
             if payload[after:after + 1] != b'"':
                 return
             mid, end = payload[close:second], payload[after:]
@@ -435,7 +436,7 @@ class Accumulator(SlotBook):
 
     def _same_layout(self, payload: bytes) -> bool:
         """Take a chunk laid out as the last learnt one (its head is checked): what the inline path does with it."""
-        start, mid, end, after, cs, index = self._layout
+        start, mid, end, after, cs, index = self._layout  # type: ignore[misc]  # (asked once one is learnt)
         if not payload.endswith(end):
             return False
         stop = len(payload) - after  # just past the last text's closing quote

@@ -62,7 +62,7 @@ def _byte_offset(text: str, char_pos: int) -> int:
     return len(text[:char_pos].encode("utf-8", "surrogatepass"))
 
 
-def _classify(data: bytes, exc: orjson.JSONDecodeError, text: str) -> tuple[str, int]:
+def _classify(data: bytes | bytearray, exc: orjson.JSONDecodeError, text: str) -> tuple[str, int]:
     """Return (kind, byte offset) for arguments that orjson rejected."""
     message = str(exc)
     if "after document" in message:
@@ -104,7 +104,7 @@ def _not_an_object(value: Any, data: bytes | bytearray, call_id: str | None, nam
                           raw=data)
 
 
-def settle_arguments(data: bytearray, cumulative: list[int] | None, last_start: int, call_id: str | None,
+def settle_arguments(data: bytes | bytearray, cumulative: list[int] | None, last_start: int, call_id: str | None,
                      name: str | None,
                      long_run: bool | None = None) -> tuple[bytes | bytearray, Any, ArgumentsError | None, int]:
     """Parse a call's arguments, undoing cumulative or resent arguments only when the text as sent fails.

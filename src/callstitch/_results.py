@@ -12,7 +12,7 @@ __all__ = ["ArgumentsError", "StreamError", "ToolCall", "Result", "Choice"]
 _EXCERPT = 60
 
 
-def excerpt(text: str | bytes, offset: int = 0) -> str:
+def excerpt(text: str | bytes | bytearray, offset: int = 0) -> str:
     """Return a short printable excerpt of text around offset."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", "replace")
@@ -43,7 +43,7 @@ class ArgumentsError(ValueError):
     """
 
     def __init__(self, kind: str, detail: str, *, call_id: str | None, name: str | None,
-                 offset: int, raw: str) -> None:
+                 offset: int, raw: str | bytes | bytearray) -> None:
         self.kind = kind
         self.detail = detail
         self.call_id = call_id
@@ -111,7 +111,7 @@ class ToolCall:
         self.arguments = arguments
         # Kept as bytes until asked for (most callers only want arguments); the compiled twin may
         # keep a whole call's arguments as sent instead, in an object whose compact() re-encodes them.
-        self._raw = raw_arguments
+        self._raw: Any = raw_arguments
         self.error = error
         self.quirks = quirks
         self.kind = kind

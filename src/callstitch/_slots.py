@@ -21,7 +21,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
 from ._formats.recognition import unrecognised
 from ._limits import CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, call_cut, stream_full, too_many
 from ._results import Result, ToolCall
-from ._state import finalized
+from ._state import StreamState, finalized
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
 
 __all__ = ["ChoiceState", "Slot", "SlotBook", "Text", "new_slot"]
@@ -32,6 +32,25 @@ class Slot:
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
                  "pending", "quirks", "call", "call_nfrags", "over", "shared", "parsed", "custom", "late")
+    # For type checkers (the compiled build's C types are in _slots.pxd); new_slot says what each holds.
+    choice: Any
+    seq: int
+    position: int
+    id: str | None
+    name: str | None
+    buf: bytearray
+    last_start: int
+    nfrags: int
+    cumulative: list[int] | None
+    pending: int
+    quirks: int
+    call: ToolCall | None
+    call_nfrags: int
+    over: int
+    shared: bool
+    parsed: Any
+    custom: bool
+    late: bool
 
 
 def new_slot(choice: Any, seq: int, position: int) -> Slot:
@@ -67,6 +86,9 @@ class ChoiceState:
     """The calls of one choice: by index, and the latest one."""
 
     __slots__ = ("by_index", "latest", "count")
+    by_index: dict[Any, Slot]
+    latest: Slot | None
+    count: int
 
     def __init__(self) -> None:
         self.by_index = {}
@@ -78,6 +100,9 @@ class Text:
     """A choice's message text (content, reasoning or refusal) being received."""
 
     __slots__ = ("buf", "pending", "cut")
+    buf: bytearray
+    pending: int
+    cut: bool
 
     def __init__(self) -> None:
         self.buf = bytearray()
@@ -92,7 +117,29 @@ class SlotBook:
     compiled twin's fast reader) calls the methods here. _end_of_stream is the twin's own.
     """
 
-    def _start(self, state: Any, numbers: tuple) -> None:
+    # For type checkers (the compiled build's C types are in _slots.pxd); _start says what each holds.
+    _state: StreamState
+    _slots: list[Slot]
+    _choices: dict[Any, ChoiceState]
+    _texts: dict[Any, list[Text | None]]
+    _done: list[ToolCall]
+    _result: Result | None
+    _max_call: int
+    _max_stream: int
+    _max_calls: int
+    _max_choices: int
+    _max_event: int
+    _kept: int
+    _lazy: list[ToolCall] | None
+    _lazy_bound: int
+    _full: bool
+    _dropped: bool
+    _capped: set[str] | None
+    _nchoices: int
+    _wholes: int
+    _fed: bool
+
+    def _start(self, state: StreamState, numbers: tuple) -> None:
         """Begin an empty stream: state is its StreamState, numbers its limits as as_numbers() gives them."""
         self._state = state
         (self._max_call, self._max_stream, self._max_calls, self._max_choices,
@@ -143,7 +190,7 @@ class SlotBook:
             cs = self._choices.get(choice)
             slot = cs.by_index.get(index) if cs is not None else None
             if slot is not None and slot.nfrags and not slot.pending and slot.cumulative is None:
-                cs.latest = slot
+                cs.latest = slot  # type: ignore[union-attr]  # (a slot was found: cs is not None)
                 if not arguments:
                     return
                 try:
@@ -368,7 +415,7 @@ class SlotBook:
                 slot.cumulative = [n]
                 buf += data
             else:
-                cumulative.append(n)
+                cumulative.append(n)  # type: ignore[union-attr]  # (continues with nfrags: cumulative is a list)
                 buf[:] = data
         else:
             if prefix:
@@ -456,7 +503,7 @@ class SlotBook:
                 slot.pending = 0  # a surrogate pending at the cut is cut with it
         for choice, call_id, name in _gemini.take_open(self._state):  # Vertex AI calls built from partialArgs
             self._wholes -= 1
-            slot = self._route(choice, self._wholes, call_id, name, False)
+            slot = self._route(choice, self._wholes, call_id, name, False)  # type: ignore[assignment]
             if slot is not None:
                 slot.over = CUT_EVENT_BYTES
         self._dropped = True
@@ -507,17 +554,15 @@ class SlotBook:
     def text_length(self, choice: Any, which: int) -> int:
         """Return how many bytes of a choice's text are kept so far: where its next piece will start."""
         texts = self._texts.get(choice)
-        if texts is None or texts[which] is None:
-            return 0
-        t = texts[which]
-        return len(t.buf)
+        t = texts[which] if texts is not None else None
+        return 0 if t is None else len(t.buf)
 
     def _text_bytes(self, choice: Any) -> tuple | None:
         """Return a choice's (content, reasoning, refusal) as bytes or None (None for no text at all)."""
         parts = self._texts.get(choice)
         if parts is None:
             return None
-        out = []
+        out: list[bytearray | None] = []
         for t in parts:
             if t is None:
                 out.append(None)
@@ -606,8 +651,8 @@ def _unshare(slot: Slot) -> None:
     slot.shared = False
 
 
-def _refused(cs: ChoiceState, index: Any) -> None:
-    """Forget the call a refused new one would have replaced: no fragment meant for the new one goes to it."""
+def _refused(cs: ChoiceState, index: Any) -> Slot | None:
+    """Forget the call a refused new one would have replaced, so no fragment meant for it goes there; return None."""
     cs.latest = None
     if index is not None:
         del cs.by_index[index]

@@ -42,7 +42,8 @@ class StreamState:
         # Whether the body was a stream of this format at all (_dispatch.foreign, _recognition):
         self.recognised = False   # an event of the format has come
         self.misnamed: str | None = None  # the other format the events look like, once reported
-        self.stray: tuple[int, bytes] | None = None  # the first line that is no event of the framing: offset, text
+        # The first line that is no event of the framing: its offset and text.
+        self.stray: tuple[int | None, bytes] | None = None
         self.first_event: tuple[int | None, Any] | None = None  # the first event of no known format
         # What the turn holds besides calls and texts (ids, model, block order, signatures …), in the
         # format's own record (_turns/<format>.py); None until the format's adapter makes it.
@@ -61,7 +62,7 @@ class StreamState:
             data = bytes(data[:200]).decode("utf-8", "replace")
         self.errors.append(StreamError(kind, detail, offset=offset, data=data))
 
-    def note_stray(self, line: bytes, offset: int) -> None:
+    def note_stray(self, line: bytes, offset: int | None) -> None:
         """Note the first line that is no event of the framing (an HTML tag, noise), for _recognition."""
         if self.stray is None:
             self.stray = (offset, bytes(line[:STRAY_KEPT]))

@@ -93,7 +93,7 @@ _END = object()
 def _compact_deep(value: Any) -> bytes:
     """Write value as orjson would, with no depth or integer limit: containers here, without recursion."""
     out = bytearray()
-    open_items: list[list] = []  # per open container: [its items' iterator, whether a dict, items written]
+    open_items: list[list[Any]] = []  # per open container: [its items' iterator, whether a dict, items written]
 
     def start(item: Any) -> None:
         if isinstance(item, dict):
@@ -113,7 +113,7 @@ def _compact_deep(value: Any) -> bytes:
     start(value)
     while open_items:
         top = open_items[-1]
-        item = next(top[0], _END)
+        item: Any = next(top[0], _END)
         if item is _END:
             open_items.pop()
             out.extend(b"}" if top[1] else b"]")

@@ -110,6 +110,7 @@ class Collector:
                 self.marks.extend([stream] * len(lines))
 
     def outcome(self, size: int) -> Outcome:
+        lines: bytes | tuple
         if self.absolute:
             lines = b"".join(self.parts)
         else:  # flat arrays and one blob: what a worker sends back pickles as fast as a copy

@@ -120,7 +120,7 @@ def _pool_context() -> Any:
     other threads hold locks can hang the child, so then the workers come from a fork server.
     """
     import multiprocessing
-    context = multiprocessing.get_context()
+    context: Any = multiprocessing.get_context()
     if (context.get_start_method() == "fork" and _thread_count() > 1
             and "forkserver" in multiprocessing.get_all_start_methods()):
         context = multiprocessing.get_context("forkserver")
@@ -151,7 +151,7 @@ def outcomes(plan: Iterable[tuple[str, Any]], jobs: int) -> Iterator[tuple[str, 
         return
     inflight = jobs * 3
     workers = Workers(jobs)
-    pending: deque = deque()
+    pending: deque[tuple[str, Any]] = deque()
     try:
         for what, item in itertools.chain(ahead, plan):
             pending.append(("future", workers.submit(item)) if what == "task" else (what, item))

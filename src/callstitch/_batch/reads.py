@@ -30,8 +30,8 @@ class Prefixed:
                     self._damage = damage
             return head
         if self._damage is not None:
-            damage, self._damage = self._damage, None
-            raise damage
+            problem, self._damage = self._damage, None
+            raise problem
         return self._reader.read(n)
 
     def readinto(self, view: Any) -> int:

@@ -103,7 +103,7 @@ class Batch:
                 if o.more_problems:
                     self._on_problem(source, o.unit, None, None, "more",
                                      f"{o.more_problems} more problems not shown")
-            if type(lines) is tuple:
+            if isinstance(lines, tuple):
                 marks, ends, blob = lines
                 if self._bare:
                     if blob:
@@ -120,7 +120,7 @@ class Batch:
 def _prefixed(prefix: bytes, base: int, marks: array, ends: array, blob: bytes) -> bytes:
     """Return a range task's lines, each with its source and its stream's number in the whole source."""
     view = memoryview(blob)  # slices of it are views: one copy of the lines in all, the join
-    parts = []
+    parts: list[bytes | memoryview] = []
     starts = itertools.chain((0,), ends)
     for n, a, b in zip(marks, starts, ends):
         parts += (prefix, b"%d," % (base + n), view[a + 1:b])

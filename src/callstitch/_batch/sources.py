@@ -525,7 +525,7 @@ def open_source(path: str) -> tuple[BinaryIO, str | None, BinaryIO]:
         head = raw.read(6)
         compression = sniff_compression(head)
         peeked = _Peeked(head, raw)
-        return wrap(peeked, compression), compression, peeked  # type: ignore[arg-type]
+        return wrap(peeked, compression), compression, peeked  # type: ignore[arg-type, return-value]
     try:
         raw = open(path, "rb")
     except OSError as exc:
@@ -538,6 +538,6 @@ def open_source(path: str) -> tuple[BinaryIO, str | None, BinaryIO]:
     compression = sniff_compression(head)
     if not raw.seekable():  # a FIFO or a device named on the command line: read as a stream
         peeked = _Peeked(head, raw, owned=True)
-        return wrap(peeked, compression), compression, peeked  # type: ignore[arg-type]
+        return wrap(peeked, compression), compression, peeked  # type: ignore[arg-type, return-value]
     raw.seek(0)
     return wrap(raw, compression), compression, raw

@@ -78,7 +78,7 @@ _CONTEXT_WINDOW = 48
 SPLITTABLE = _NEEDLES.keys()  # a live view: a format registered later is splittable too
 
 
-def _next_hit(needles: list, found: list, buf: bytes, pos: int) -> re.Match | None:
+def _next_hit(needles: tuple, found: list, buf: bytes, pos: int) -> re.Match | None:
     """Return the earliest match at or after pos of any needle; found keeps each needle's next (None: no more)."""
     m = None
     for i, rx in enumerate(needles):
@@ -317,7 +317,7 @@ class Splitter:
                 return True, (e2.end() if e2 else len(buf))
             return True, end
         if fmt == "bedrock":
-            at = _BLANK_OR_COMMENT.match(buf, end).end()  # (a keep-alive may come before the metadata)
+            at = _BLANK_OR_COMMENT.match(buf, end).end()  # type: ignore[union-attr]  # (a keep-alive may come first)
             if at == len(buf):
                 return (True, end) if final else None
             if len(buf) - at < 32 and not final:

@@ -242,7 +242,7 @@ def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, 
     content = CONTENT.search
     blank = bytearray()  # the first blank bytes, while no response has begun
     stream = 0
-    acc = None
+    acc: Any = None  # the Accumulator of the response being fed
     acc_start = 0     # source offset of the response's first byte
     base = start      # source offset of buf[0]
     while True:

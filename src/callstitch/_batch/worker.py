@@ -30,7 +30,7 @@ def run_task(task: Task) -> Outcome:
             head, damage = peek(reader), None
             if task.field is None and head.lstrip()[:1] == b"{":
                 head, damage = peek_line(reader, head)  # enough to tell a log from an NDJSON body
-            reader = Prefixed(head, reader, damage)
+            reader = Prefixed(head, reader, damage)  # type: ignore[assignment]  # (a reader like the file)
             kind = container(kind, head, task.field)
             if kind == "body" and task.field is None:
                 refuse_log(head)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 from .inband import error_text
 from .._text import compact_json
 from .._turns.anthropic import AnthropicTurn, which_of
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .sink import Sink
 
 _EVENTS = frozenset(("message_start", "content_block_start", "content_block_delta", "content_block_stop",
                      "message_delta", "message_stop", "ping"))
@@ -35,7 +39,7 @@ class State:
         self.streamed: set[int] = set()  # tool blocks whose input streamed, or was settled from the start
 
 
-def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Messages stream event."""
     if type(obj) is not dict:
         state.error("unexpected shape", "an event must be a JSON object", offset, obj)
@@ -48,7 +52,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
             return
         if delta.get("type") == "input_json_delta":  # the commonest, here rather than a call away
             text = delta.get("partial_json")
-            notes = state.notes
+            notes: State = state.notes
             if index in notes.tools and type(text) is str:
                 if text:  # an empty delta brings nothing: the block's start input still counts
                     notes.streamed.add(index)
@@ -83,7 +87,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         state.error("unexpected shape", f"unknown event type {kind!r}", offset, obj)
 
 
-def turn_of(state: Any) -> AnthropicTurn:
+def turn_of(state: StreamState) -> AnthropicTurn:
     """Return the stream's turn record, made on first use."""
     turn = state.turn
     if turn is None:
@@ -91,7 +95,7 @@ def turn_of(state: Any) -> AnthropicTurn:
     return turn
 
 
-def message_start(state: Any, message: dict | bytes, usage: Any) -> None:
+def message_start(state: StreamState, message: dict | bytes, usage: Any) -> None:
     """The message starts: keep its object (the first one, as the SDK does; its JSON text from the compiled twin) and its usage."""
     turn = turn_of(state)
     if turn.message is None:
@@ -99,7 +103,7 @@ def message_start(state: Any, message: dict | bytes, usage: Any) -> None:
     merge_usage(state, usage)
 
 
-def message_delta(state: Any, delta: Any, usage: Any) -> None:
+def message_delta(state: StreamState, delta: Any, usage: Any) -> None:
     """The message's closing fields: the stop reason (which ends the calls), stop_sequence, container …, usage."""
     if type(delta) is dict and type(delta.get("stop_reason")) is str:
         state.finish(0, delta["stop_reason"])
@@ -107,7 +111,7 @@ def message_delta(state: Any, delta: Any, usage: Any) -> None:
     merge_usage(state, usage)
 
 
-def note_delta(state: Any, delta: Any) -> None:
+def note_delta(state: StreamState, delta: Any) -> None:
     """Keep a message_delta's delta object (or its JSON text) for the turn."""
     turn = state.turn or turn_of(state)
     if turn.deltas is None:
@@ -116,7 +120,7 @@ def note_delta(state: Any, delta: Any) -> None:
         turn.deltas.append(delta)
 
 
-def start_block(acc: Any, state: Any, index: int, block: dict, offset: int | None) -> None:
+def start_block(acc: Sink, state: StreamState, index: int, block: dict, offset: int | None) -> None:
     """A content block starts: note it in the turn, start its call if it is a client tool's, take its start text."""
     btype = block.get("type")
     which = which_of(btype)
@@ -129,7 +133,7 @@ def start_block(acc: Any, state: Any, index: int, block: dict, offset: int | Non
         _text(acc, state, 1, block.get("thinking"), offset, empty_ok=False)
 
 
-def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | None, obj: dict) -> None:
+def _block_delta(acc: Sink, state: StreamState, index: int, delta: dict, offset: int | None, obj: dict) -> None:
     dtype = delta.get("type")
     if dtype == "text_delta" or dtype == "thinking_delta":
         which = 0 if dtype == "text_delta" else 1
@@ -160,7 +164,7 @@ def _block_delta(acc: Any, state: Any, index: int, delta: dict, offset: int | No
             block.citations.append(delta["citation"])
 
 
-def _misdirected(state: Any, turn: AnthropicTurn, index: int, block: Any, dtype: str, offset: int | None,
+def _misdirected(state: StreamState, turn: AnthropicTurn, index: int, block: Any, dtype: str, offset: int | None,
                  obj: dict) -> Any:
     """Return the block a text delta aimed at no block of its kind goes to: the open one of its kind, if any.
 
@@ -183,7 +187,7 @@ def _misdirected(state: Any, turn: AnthropicTurn, index: int, block: Any, dtype:
     return target
 
 
-def _server_input(state: Any, index: int, text: str) -> None:
+def _server_input(state: StreamState, index: int, text: str) -> None:
     """Keep an input piece of a block that carries an input but is not a client call (server_tool_use, mcp_tool_use …)."""
     turn = state.turn
     if turn is None:
@@ -196,20 +200,22 @@ def _server_input(state: Any, index: int, text: str) -> None:
         block.pieces.append(text)
 
 
-def start_tool(acc: Any, state: Any, index: int, call_id: Any, name: Any, initial: Any) -> None:
+def start_tool(acc: Sink, state: StreamState, index: int, call_id: Any, name: Any, initial: Any) -> None:
     """A tool_use block starts: its call, and the input its start carries (kept unless input streams)."""
-    state.notes.tools[index] = initial
+    notes: State = state.notes
+    notes.tools[index] = initial
     acc.fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None, None)
 
 
-def stop_block(acc: Any, state: Any, index: int) -> None:
+def stop_block(acc: Sink, state: StreamState, index: int) -> None:
     """A content block stops: a tool block's call is complete (the caller logs the stop in the turn)."""
     _settle(acc, state, index)
-    if index in state.notes.tools:
+    notes: State = state.notes
+    if index in notes.tools:
         acc.complete(0, index)
 
 
-def _text(acc: Any, state: Any, which: int, text: Any, offset: int | None, empty_ok: bool = True) -> None:
+def _text(acc: Sink, state: StreamState, which: int, text: Any, offset: int | None, empty_ok: bool = True) -> None:
     if type(text) is str:
         if text or empty_ok:
             acc.text_piece(0, which, text)
@@ -217,7 +223,7 @@ def _text(acc: Any, state: Any, which: int, text: Any, offset: int | None, empty
         state.error("unexpected shape", "text that is not a string", offset, text)
 
 
-def merge_usage(state: Any, usage: Any) -> None:
+def merge_usage(state: StreamState, usage: Any) -> None:
     """Merge a usage object into the stream's (message_start brings the input side, message_delta the output)."""
     if type(usage) is dict:
         merged = dict(state.usage) if type(state.usage) is dict else {}
@@ -225,7 +231,7 @@ def merge_usage(state: Any, usage: Any) -> None:
         state.usage = merged
 
 
-def _settle(acc: Any, state: Any, index: Any) -> None:
+def _settle(acc: Sink, state: StreamState, index: Any) -> None:
     """A tool block that streamed no input keeps the input its start event carried."""
     notes: State = state.notes
     tools = notes.tools
@@ -237,7 +243,8 @@ def _settle(acc: Any, state: Any, index: Any) -> None:
         acc.fragment(0, index, None, None, compact_json(initial))
 
 
-def close(acc: Any, state: Any) -> None:
+def close(acc: Sink, state: StreamState) -> None:
     """Settle tool blocks the stream never closed."""
-    for index in list(state.notes.tools):
+    notes: State = state.notes
+    for index in list(notes.tools):
         _settle(acc, state, index)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._turns import cohere as _turn
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .sink import Sink
 
 # The event types handle passes over untouched (the compiled twin's fast path lets them pass) …
 IGNORED_EVENTS = frozenset(("citation-end", "debug"))
@@ -25,7 +29,7 @@ def _message(obj: dict) -> Any:
     return delta.get("message") if type(delta) is dict else None
 
 
-def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Cohere stream event."""
     if type(obj) is not dict:
         state.error("unexpected shape", "an event must be a JSON object", offset, obj)
@@ -86,14 +90,14 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         acc.complete(None, None)
 
 
-def _citation(acc: Any, turn: Any, obj: dict) -> None:
+def _citation(acc: Sink, turn: Any, obj: dict) -> None:
     message = _message(obj)
     citation = message.get("citations") if type(message) is dict else None
     if citation is not None:
         turn.citations.append(citation)
 
 
-def _content_start(acc: Any, turn: Any, obj: dict) -> None:
+def _content_start(acc: Sink, turn: Any, obj: dict) -> None:
     message = _message(obj)
     _turn.open_block(turn, acc, message.get("content") if type(message) is dict else None)
 

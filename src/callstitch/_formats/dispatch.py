@@ -10,7 +10,7 @@ what an adapter may call on the accumulator is the Sink protocol (sink.py).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -18,6 +18,10 @@ from . import openai_chat as _openai_chat
 from .._exactjson import exact, long_digit_run
 from .inband import error_text
 from .registry import ADAPTERS, AUTO, CLOSERS, DETECTION, names, new_state
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .sink import Sink
 
 
 def check_format(format: str) -> str:
@@ -62,7 +66,7 @@ def detect(event: str | None, obj: Any) -> str | None:
     return None
 
 
-def foreign(state: Any, event: str | None, obj: Any, offset: int | None) -> bool:
+def foreign(state: StreamState, event: str | None, obj: Any, offset: int | None) -> bool:
     """Tell whether an event plainly belongs to a known format other than the stream's: it is then skipped.
 
     Asked only until the first event of the stream's own format (state.recognised), so a stream
@@ -84,7 +88,7 @@ def foreign(state: Any, event: str | None, obj: Any, offset: int | None) -> bool
     return True
 
 
-def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: int | None,
+def handle_event(acc: Sink, state: StreamState, event: str | None, data: bytes, offset: int | None,
                  long_run: bool | None = None) -> None:
     """Handle one framed event (SSE event name or event-stream type, payload bytes) the fast path did not.
 
@@ -121,7 +125,7 @@ def handle_event(acc: Any, state: Any, event: str | None, data: bytes, offset: i
     handle_parsed(acc, state, event, obj, offset)
 
 
-def handle_parsed(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+def handle_parsed(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Route one parsed event to its format's adapter, detecting the format first under "auto"."""
     if state.format == "auto":
         found = detect(event, obj)
@@ -143,7 +147,7 @@ def handle_parsed(acc: Any, state: Any, event: str | None, obj: Any, offset: int
     ADAPTERS[state.format].handle(acc, state, event, obj, offset)
 
 
-def handle_object(acc: Any, state: Any, obj: Any) -> None:
+def handle_object(acc: Sink, state: StreamState, obj: Any) -> None:
     """Handle one chunk given as an object: a dict, an SDK model, or its JSON text."""
     if isinstance(obj, (bytes, bytearray, memoryview, str)):
         data = obj.encode("utf-8") if isinstance(obj, str) else bytes(obj)
@@ -168,7 +172,7 @@ def handle_object(acc: Any, state: Any, obj: Any) -> None:
     handle_parsed(acc, state, None, obj, None)
 
 
-def close(acc: Any, state: Any) -> None:
+def close(acc: Sink, state: StreamState) -> None:
     """Let the format adapter hand over what it still holds, before the result is built."""
     closer = CLOSERS.get(state.format)
     if closer is not None:

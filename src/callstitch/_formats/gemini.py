@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn
 from .inband import error_text
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .sink import Sink
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
 VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue", "structValue", "listValue")
@@ -38,7 +42,7 @@ class State:
         self.open: dict[int, Builder] = {}  # choice -> its call whose arguments are being streamed
 
 
-def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Gemini response chunk."""
     if type(obj) is not dict:
         state.error("unexpected shape", "a chunk must be a JSON object", offset, obj)
@@ -86,7 +90,7 @@ def _plain_text(part: dict) -> bool:
     return type(part.get("thought", False)) is bool and type(part.get("thoughtSignature", "")) is str
 
 
-def _text_part(acc: Any, turn: GeminiTurn, choice: int, part: dict) -> None:
+def _text_part(acc: Sink, turn: GeminiTurn, choice: int, part: dict) -> None:
     text, signature = part["text"], part.get("thoughtSignature")
     which = 1 if part.get("thought") is True else 0
     if text or signature is not None:
@@ -95,7 +99,7 @@ def _text_part(acc: Any, turn: GeminiTurn, choice: int, part: dict) -> None:
             acc.text_piece(choice, which, text)
 
 
-def _call_part(acc: Any, turn: GeminiTurn, choice: int, part: dict, call: dict) -> None:
+def _call_part(acc: Sink, turn: GeminiTurn, choice: int, part: dict, call: dict) -> None:
     """Record a functionCall part in the turn: a call when it has a name, else a continuation of one."""
     signature = part.get("thoughtSignature")
     signature = signature if type(signature) is str else None
@@ -109,7 +113,7 @@ def _call_part(acc: Any, turn: GeminiTurn, choice: int, part: dict, call: dict) 
         turn.event(acc, CALL_SIGNATURE, choice, signature)
 
 
-def _call(acc: Any, state: Any, choice: int, call: dict, offset: int | None) -> None:
+def _call(acc: Sink, state: StreamState, choice: int, call: dict, offset: int | None) -> None:
     name, call_id = call.get("name"), call.get("id")
     if type(name) is str and name:
         start_call(acc, state, choice, name, call_id, call.get("willContinue") is True and "args" not in call,
@@ -129,38 +133,41 @@ def _call(acc: Any, state: Any, choice: int, call: dict, offset: int | None) -> 
         close_open(acc, state, choice)  # the bare functionCall: {} closes the call
 
 
-def start_call(acc: Any, state: Any, choice: int, name: str, call_id: Any, streamed: bool, args: Any) -> None:
+def start_call(acc: Sink, state: StreamState, choice: int, name: str, call_id: Any, streamed: bool, args: Any) -> None:
     """A functionCall with a name: a whole call (args an object), or one whose arguments stream next."""
     close_open(acc, state, choice)
     if streamed:
-        state.notes.open[choice] = Builder(name, call_id if type(call_id) is str else None)
+        notes: State = state.notes
+        notes.open[choice] = Builder(name, call_id if type(call_id) is str else None)
     else:
         _emit(acc, choice, call_id, name, args)
 
 
-def open_call(state: Any, choice: int) -> Builder | None:
+def open_call(state: StreamState, choice: int) -> Builder | None:
     """Return the call of a choice whose arguments are being streamed, if any."""
-    return state.notes.open.get(choice)
+    notes: State = state.notes
+    return notes.open.get(choice)
 
 
-def unusable(state: Any, entry: Any, offset: int | None, call: Any) -> None:
+def unusable(state: StreamState, entry: Any, offset: int | None, call: Any) -> None:
     """Record a partialArgs entry that could not be applied."""
     state.error("unexpected shape", f"unusable partialArgs entry {entry!r}", offset, call)
 
 
-def _emit(acc: Any, choice: int, call_id: Any, name: str, args: Any) -> None:
+def _emit(acc: Sink, choice: int, call_id: Any, name: str, args: Any) -> None:
     # Every Gemini call is its own, however its id and name compare with those before it.
     acc.whole(choice, call_id if type(call_id) is str else None, name, args)
 
 
-def close_open(acc: Any, state: Any, choice: int) -> None:
+def close_open(acc: Sink, state: StreamState, choice: int) -> None:
     """Hand over the choice's streamed call, if one is open, as built so far."""
-    building = state.notes.open.pop(choice, None)
+    notes: State = state.notes
+    building = notes.open.pop(choice, None)
     if building is not None:
         _emit(acc, choice, building.id, building.name, building.text())
 
 
-def take_open(state: Any) -> list[tuple[int, str | None, str]]:
+def take_open(state: StreamState) -> list[tuple[int, str | None, str]]:
     """Forget the calls whose arguments are being streamed; return each one's (choice, id, name).
 
     For an accumulator cutting what an event over Limits.event_bytes may have held a piece of:
@@ -173,16 +180,17 @@ def take_open(state: Any) -> list[tuple[int, str | None, str]]:
     return [(choice, b.id, b.name) for choice, b in open_calls.items()]
 
 
-def finish_choice(acc: Any, state: Any, choice: int, reason: str) -> None:
+def finish_choice(acc: Sink, state: StreamState, choice: int, reason: str) -> None:
     """A candidate's finishReason: its open call is complete, and so are all its calls."""
     close_open(acc, state, choice)
     state.finish(choice, reason)
     acc.complete(choice, None)
 
 
-def close(acc: Any, state: Any) -> None:
+def close(acc: Sink, state: StreamState) -> None:
     """Take calls the stream never closed as they were built."""
-    for choice in list(state.notes.open):
+    notes: State = state.notes
+    for choice in list(notes.open):
         close_open(acc, state, choice)
 
 

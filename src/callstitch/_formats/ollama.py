@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._turns.ollama import CALLS, LAST, LOGPROBS, call_extras, new_turn
 from .inband import error_text
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .sink import Sink
 
 
 def claims(event: str | None, obj: Any) -> bool:
@@ -13,7 +17,7 @@ def claims(event: str | None, obj: Any) -> bool:
     return type(obj) is dict and "done" in obj and ("message" in obj or "model" in obj)
 
 
-def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Ollama stream line."""
     if type(obj) is not dict:
         state.error("unexpected shape", "a line must be a JSON object", offset, obj)
@@ -43,7 +47,7 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         finish(acc, state, obj.get("done_reason"), {k: obj[k] for k in ("prompt_eval_count", "eval_count") if k in obj})
 
 
-def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
+def tool_call(acc: Sink, state: StreamState, call: Any, offset: int | None) -> None:
     """Apply one entry of message.tool_calls: a whole call (the compiled twin does the same in place)."""
     function = call.get("function") if type(call) is dict else None
     if type(function) is not dict:
@@ -56,7 +60,7 @@ def tool_call(acc: Any, state: Any, call: Any, offset: int | None) -> None:
                function.get("arguments"))
 
 
-def finish(acc: Any, state: Any, reason: Any, usage: dict) -> None:
+def finish(acc: Sink, state: StreamState, reason: Any, usage: dict) -> None:
     """Apply the last line (done: true): its reason, its token counts, the end of every call.
 
     The compiled twin's in-place reader does the same itself.

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._turns.openai_responses import ResponsesTurn
 from .inband import error_text
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .sink import Sink
 
 _TEXT = {"response.output_text.delta": 0, "response.reasoning_summary_text.delta": 1,
          "response.reasoning_text.delta": 1, "response.refusal.delta": 2}
@@ -31,7 +35,7 @@ class State:
         self.streamed: set[str] = set()  # items whose arguments came as deltas (or were taken whole)
 
 
-def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None) -> None:
+def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Responses stream event."""
     if type(obj) is not dict:
         state.error("unexpected shape", "an event must be a JSON object", offset, obj)
@@ -44,23 +48,24 @@ def handle(acc: Any, state: Any, event: str | None, obj: Any, offset: int | None
         apply(acc, state, kind, obj, offset)
 
 
-def _delta(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+def _delta(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     """A piece of a call's arguments (or of a custom tool call's input: its item says it is custom)."""
     item, delta = obj.get("item_id"), obj.get("delta")
-    if type(item) is str and item in state.notes.calls and type(delta) is str:
+    notes: State = state.notes
+    if type(item) is str and item in notes.calls and type(delta) is str:
         if delta:  # an empty delta brings nothing: the done event's arguments still count
-            state.notes.streamed.add(item)
+            notes.streamed.add(item)
         acc.fragment(0, state.key(item), None, None, delta)
 
 
-def _text(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+def _text(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     """A piece of output text, reasoning or refusal."""
     delta = obj.get("delta")
     if type(delta) is str:
         acc.text_piece(0, _TEXT[kind], delta)
 
 
-def _output_item(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+def _output_item(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     """An output item added or done: a call's id and name, or its whole arguments; the turn keeps the event."""
     item = obj.get("item")
     done = kind.endswith("done")
@@ -77,10 +82,11 @@ def _output_item(acc: Any, state: Any, kind: str, obj: dict, offset: int | None)
         turn.added.append([obj, slot])
 
 
-def _arguments_done(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+def _arguments_done(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     """A call's arguments (or input) as a whole: checked against the pieces, and the call complete."""
     item = obj.get("item_id")
-    if type(item) is str and item in state.notes.calls:
+    notes: State = state.notes
+    if type(item) is str and item in notes.calls:
         sent = obj.get("arguments" if kind.endswith("arguments.done") else "input")
         if kind.endswith("input.done") and sent is not None and type(sent) is not str:
             state.error("unexpected shape", "custom tool call input is not a string", offset, obj)
@@ -89,15 +95,15 @@ def _arguments_done(acc: Any, state: Any, kind: str, obj: dict, offset: int | No
         acc.complete(0, state.key(item))
 
 
-def _part(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+def _part(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     keep_turn(state).part(acc, obj)
 
 
-def _lifecycle(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+def _lifecycle(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     keep_turn(state).lifecycle = obj
 
 
-def _end(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+def _end(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     """The response completed, incomplete or failed: usage, the finish reason, every call complete."""
     response = obj.get("response")
     keep_turn(state).end(obj, type(response) is dict and response.get("output") is not None)
@@ -114,7 +120,7 @@ def _end(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None
     acc.complete(None, None)
 
 
-def _error(acc: Any, state: Any, kind: str, obj: dict, offset: int | None) -> None:
+def _error(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
 
 
@@ -128,7 +134,7 @@ _APPLY = {**dict.fromkeys(_TEXT, _text), **dict.fromkeys(_ENDS, _end), **dict.fr
 HANDLED_EVENTS = frozenset(_APPLY)
 
 
-def keep_turn(state: Any) -> ResponsesTurn:
+def keep_turn(state: StreamState) -> ResponsesTurn:
     """Return the stream's turn record, made when its first event that the turn keeps comes."""
     turn = state.turn
     if turn is None:
@@ -136,7 +142,7 @@ def keep_turn(state: Any) -> ResponsesTurn:
     return turn
 
 
-def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False,
+def _item(acc: Sink, state: StreamState, item: dict, done: bool, custom: bool = False,
           offset: int | None = None) -> int | None:
     """Register a function_call or custom_tool_call item (the call id is call_id; the item id keys its deltas).
 
@@ -145,7 +151,8 @@ def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False,
     key = item.get("id") or item.get("call_id")
     if type(key) is not str:
         return None  # an item with no usable id cannot be told apart from the others
-    calls = state.notes.calls
+    notes: State = state.notes
+    calls = notes.calls
     call_id, name = item.get("call_id"), item.get("name")
     call_id = call_id if type(call_id) is str else None
     name = name if type(name) is str else None
@@ -165,9 +172,10 @@ def _item(acc: Any, state: Any, item: dict, done: bool, custom: bool = False,
     return state.keys[key]
 
 
-def _arguments(acc: Any, state: Any, key: Any, arguments: Any) -> None:
+def _arguments(acc: Sink, state: StreamState, key: Any, arguments: Any) -> None:
     """Take the complete arguments a done event repeats, unless deltas already brought them."""
-    streamed = state.notes.streamed
+    notes: State = state.notes
+    streamed = notes.streamed
     if key in streamed or arguments in (None, ""):
         return
     streamed.add(key)

@@ -8,12 +8,15 @@ Result.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import dispatch as _dispatch
 from .._results import excerpt
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
 
 KEEP_ALIVES_ONLY = "the body holds no event, only blank lines or comments (keep-alives)"
 
@@ -24,7 +27,7 @@ def only_keep_alives(result: Any) -> bool:
             and result.errors[0].kind == "not a stream" and result.errors[0].detail.endswith(KEEP_ALIVES_ONLY))
 
 
-def unrecognised(state: Any, has_content: bool, fed: bool) -> None:
+def unrecognised(state: StreamState, has_content: bool, fed: bool) -> None:
     """Record one "not a stream" error when no event of the format came and nothing else was reported.
 
     has_content: the accumulator holds a call or text (fed as fragments, say); fed: any byte was fed.

@@ -1,6 +1,7 @@
 """The accumulator as the format adapters and framers see it: the methods they call, typed, documented once.
 
-Both twins implement these (tests/test_sink.py checks they do, with these signatures). They are
+Both twins implement these: tests/test_parity.py checks their signatures, tests/test_typed_package.py
+that a type checker takes either twin for each protocol, and each adapter against them. They are
 in-package names, not public API: a user feeds bytes and chunks, never fragments.
 """
 

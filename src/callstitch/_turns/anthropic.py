@@ -88,7 +88,7 @@ class AnthropicTurn:
     __slots__ = ("message", "log", "deltas", "blocks", "by_index", "open")
 
     def __init__(self) -> None:
-        self.message: dict | None = None
+        self.message: dict | bytes | None = None
         self.log: list[tuple] = []
         self.deltas: list | None = None
         self.blocks: list[Block] = []
@@ -105,7 +105,7 @@ class AnthropicTurn:
     def message_object(self) -> dict | None:
         """Return the message_start object, parsed from its text on first use."""
         message = self.message
-        if type(message) is bytes:
+        if isinstance(message, bytes):
             message = self.message = loads_exact(message)
         return message
 
@@ -121,9 +121,9 @@ class AnthropicTurn:
                 if which >= 0:
                     self.attend(which, block, at)
             else:
-                block = self.by_index.get(entry[0])
-                if block is not None and block.which >= 0 and self.open[block.which] is block:
-                    self.attend(block.which, None, entry[1 + block.which])
+                stopped = self.by_index.get(entry[0])
+                if stopped is not None and stopped.which >= 0 and self.open[stopped.which] is stopped:
+                    self.attend(stopped.which, None, entry[1 + stopped.which])
         log.clear()  # a block's start read (start_object()) must not be held a second time as its text
 
     def attend(self, which: int, block: Block | None, at: int) -> None:

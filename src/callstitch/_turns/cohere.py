@@ -75,7 +75,8 @@ def _content(result: Any, turn: Any) -> tuple[list[dict], str | None]:
     """Return the content blocks and the tool plan (the reasoning outside thinking blocks)."""
     choice = result.choices[0] if result.choices else None
     texts = [(choice.text or "").encode() if choice else b"", (choice.reasoning or "").encode() if choice else b""]
-    blocks, covered = [], [[], []]
+    blocks: list[dict] = []
+    covered: list[list[tuple[int, int]]] = [[], []]  # per text, the spans its blocks took
     for kind, which, begin, end, extra in turn.blocks if turn is not None else ():
         piece = texts[which][begin:len(texts[which]) if end is None else end]
         covered[which].append((begin, begin + len(piece)))

@@ -60,7 +60,7 @@ def _tool_calls(result: Any, turn: Any) -> list[dict]:
 def _message(result: Any, turn: Any, base: Any) -> dict:
     """Return the merged message: base's fields, its texts and calls those of the whole stream."""
     choice = result.choices[0] if result.choices else None
-    message = {"role": "assistant"}
+    message: dict[str, Any] = {"role": "assistant"}
     if type(base) is dict:
         message.update(base)
     message["content"] = choice.text or "" if choice else ""

@@ -26,7 +26,9 @@ def expected_shape(schema: dict | None) -> str | None:
     """Return the top-level properties of a tool's schema as "a (required), b, c", or None."""
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return None
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    required = schema.get("required")
+    if not isinstance(required, list):
+        required = []
     names = [f"{name} (required)" if name in required else name for name in schema["properties"]]
     if not names:
         return None

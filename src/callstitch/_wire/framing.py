@@ -13,9 +13,13 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._limits import line_dropped
+
+if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
+    from .._state import StreamState
+    from .._formats.sink import EventSink
 
 SSE, NDJSON, EVENTSTREAM, JSONARRAY = "sse", "ndjson", "eventstream", "json-array"
 
@@ -69,7 +73,7 @@ def choose(head: bytes, final: bool = False) -> str | None:
 class NDJSONFramer:
     """One JSON document per line (Ollama's native API, gateway logs)."""
 
-    def __init__(self, acc: Any, state: Any) -> None:
+    def __init__(self, acc: EventSink, state: StreamState) -> None:
         self._acc = acc
         self._state = state
         # The start of a line still arriving, in the pieces it came in: joined once, when the line
@@ -164,7 +168,7 @@ class JSONArrayFramer:
     reported as malformed). An element over Limits.event_bytes is dropped as it arrives, never held.
     """
 
-    def __init__(self, acc: Any, state: Any) -> None:
+    def __init__(self, acc: EventSink, state: StreamState) -> None:
         self._acc = acc
         self._state = state
         self._offset = 0          # stream offset of the next byte fed
@@ -282,7 +286,9 @@ class JSONArrayFramer:
             self._dropping = True
             self._element = bytearray()
             return
-        self._element += data[start:end]
+        element = self._element
+        assert element is not None  # (taken only inside an element)
+        element += data[start:end]
 
     def _finish(self) -> None:
         element, self._element = self._element, None
@@ -306,7 +312,7 @@ class EventStreamFramer:
     costs the rest of the stream.
     """
 
-    def __init__(self, acc: Any, state: Any) -> None:
+    def __init__(self, acc: EventSink, state: StreamState) -> None:
         self._acc = acc
         self._state = state
         self._buf = bytearray()
@@ -408,7 +414,7 @@ class EventStreamFramer:
 # What an event-stream framer does with a message or a problem, written once for the framer above
 # and the compiled twin's own.
 
-def read_headers(state: Any, cache: dict, raw: bytes, offset: int) -> dict | None:
+def read_headers(state: StreamState, cache: dict, raw: bytes, offset: int) -> dict | None:
     """Return a message's headers, read once per distinct block (a stream repeats a few); None if unreadable."""
     headers = cache.get(raw)
     if headers is None:
@@ -422,24 +428,24 @@ def read_headers(state: Any, cache: dict, raw: bytes, offset: int) -> dict | Non
     return headers
 
 
-def not_an_event(state: Any, headers: dict, kind: str, payload: bytes, offset: int) -> None:
+def not_an_event(state: StreamState, headers: dict, kind: str, payload: bytes, offset: int) -> None:
     """Record an exception (or other non-event) message as an in-band error."""
     name = headers.get(":exception-type") or headers.get(":error-code") or kind
     detail = headers.get(":error-message") or payload.decode("utf-8", "replace")
     state.error("in-band error", f"{name}: {detail}", offset, payload)
 
 
-def crc_mismatch(state: Any, offset: int) -> None:
+def crc_mismatch(state: StreamState, offset: int) -> None:
     """Record a message whose CRC does not match (it is skipped)."""
     state.error("malformed chunk", "event-stream message CRC mismatch; message skipped", offset)
 
 
-def skipped(state: Any, start: int, upto: int) -> None:
+def skipped(state: StreamState, start: int, upto: int) -> None:
     """Record the bytes skipped after a damaged prelude, up to the next good one."""
     state.error("malformed chunk", f"event-stream prelude damaged; skipped {upto - start} bytes", start)
 
 
-def ends_inside(state: Any, left: bytes, offset: int) -> None:
+def ends_inside(state: StreamState, left: bytes, offset: int) -> None:
     """Record bytes at the end of the stream that never made a whole message."""
     state.error("malformed chunk", f"event stream ends inside a message ({len(left)} bytes)", offset, left[:200])
 
@@ -477,14 +483,14 @@ def parse_headers(data: bytes) -> dict[str, Any]:
     return headers
 
 
-def make_framer(kind: str, acc: Any, state: Any) -> Any:
+def make_framer(kind: str, acc: EventSink, state: StreamState) -> Any:
     """Return the framer object for a framing other than SSE."""
     if kind == JSONARRAY:
         return JSONArrayFramer(acc, state)
     return NDJSONFramer(acc, state) if kind == NDJSON else EventStreamFramer(acc, state)
 
 
-def route(acc: Any, state: Any, data: bytes, own: tuple = (SSE,)) -> bytes | None:
+def route(acc: EventSink, state: StreamState, data: bytes, own: tuple = (SSE,)) -> bytes | None:
     """Feed bytes that the twin does not frame itself; return them when it does after all.
 
     own: the framings the twin frames in place (SSE for both; the compiled twin all three).
@@ -509,7 +515,7 @@ def route(acc: Any, state: Any, data: bytes, own: tuple = (SSE,)) -> bytes | Non
     return None
 
 
-def finish(acc: Any, state: Any, own: tuple = (SSE,)) -> bytes | None:
+def finish(acc: EventSink, state: StreamState, own: tuple = (SSE,)) -> bytes | None:
     """At the end of the stream: settle the framing and flush the framer; return bytes still due to the twin."""
     if state.framing is None:
         head, state.head = state.head, b""
