@@ -78,6 +78,15 @@ class ServerThread:
         return self.run(count)
 
 
+async def lifespan(receive, send):
+    """Answer an ASGI server's lifespan messages (an upstream written as a bare ASGI app has nothing to start)."""
+    while True:
+        message = await receive()
+        await send({"type": message["type"] + ".complete"})
+        if message["type"] == "lifespan.shutdown":
+            return
+
+
 def wait_until(condition, timeout, what):
     deadline = time.monotonic() + timeout
     while not condition():

@@ -28,8 +28,8 @@ uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
 from callstitch._tee import ATee  # noqa: E402
-from _servers import (HOST, ROOT, ServerThread, gateway_process, fetch, gateway, new_client, rss_kib, run,  # noqa: E402
-                      wait_until)
+from _servers import (HOST, ROOT, ServerThread, gateway_process, fetch, gateway, lifespan, new_client,  # noqa: E402
+                      rss_kib, run, wait_until)
 
 CAPTURES_DIR = os.path.join(ROOT, "tests", "fixtures", "captures")
 
@@ -87,11 +87,7 @@ class FakeUpstream:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                await send({"type": message["type"] + ".complete"})
-                if message["type"] == "lifespan.shutdown":
-                    return
+            return await lifespan(receive, send)
         body, more = b"", True
         while more:
             message = await receive()

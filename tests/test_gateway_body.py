@@ -17,7 +17,8 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
-from _servers import HOST, ServerThread, gateway_process, gateway, new_client, run, wait_until  # noqa: E402
+from _servers import (HOST, ServerThread, gateway_process, gateway, lifespan, new_client, run,  # noqa: E402
+                      wait_until)
 
 ANSWER = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function",'
           b'"function":{"name":"f","arguments":"{\\"ok\\": true}"}}]}}]}\n\ndata: [DONE]\n\n')
@@ -34,11 +35,7 @@ class Sink:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                await send({"type": message["type"] + ".complete"})
-                if message["type"] == "lifespan.shutdown":
-                    return
+            return await lifespan(receive, send)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         rid = headers.get("x-request-id", "")
         size, crc, whole = 0, 0, False

@@ -30,7 +30,7 @@ import callstitch  # noqa: E402
 from callstitch._records import MAX_DEPTH  # noqa: E402
 from callstitch._results import ToolCall  # noqa: E402
 from callstitch._tee import ATee  # noqa: E402
-from _servers import HOST, ServerThread, gateway, new_client, run, wait_until  # noqa: E402
+from _servers import HOST, ServerThread, gateway, lifespan, new_client, run, wait_until  # noqa: E402
 
 LIMITS = callstitch.Limits(event_bytes=1 << 20)
 
@@ -70,11 +70,7 @@ class Replay:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                await send({"type": message["type"] + ".complete"})
-                if message["type"] == "lifespan.shutdown":
-                    return
+            return await lifespan(receive, send)
         while (await receive()).get("more_body"):
             pass
         _, name, mode = scope["path"].split("/")

@@ -1,6 +1,6 @@
 """callstitch.spark against hostile input: what the rows must hold, and what must never fail the job.
 
-One local Spark (local[2], loopback, no UI) for the module, as in test_spark.py. The workers
+One local Spark for the module (test_spark.py's: local[2], loopback, no UI). The workers
 import whichever twin the environment picks (CALLSTITCH_NO_EXTENSIONS is inherited), so run
 this file once with the variable and once without to cover both; the twin test below also
 checks the workers' rows against the other twin, run here in a subprocess.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 
@@ -21,44 +20,16 @@ pytest.importorskip("pyspark")
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 
 import orjson  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 import callstitch  # noqa: E402
 import callstitch.spark as cs_spark  # noqa: E402
+from test_spark import spark  # noqa: E402,F401 - the one local Spark, as test_spark.py starts it
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
 
 CALL_FIELDS = ["choice", "index", "id", "name", "kind", "arguments", "error", "quirks"]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """One local Spark for the module: 2 cores, batches of 16 rows, loopback only."""
-    java = os.environ.get("JAVA_HOME")
-    if not (java and os.access(os.path.join(java, "bin", "java"), os.X_OK)) and shutil.which("java") is None:
-        pytest.fail("the Spark tests need a Java runtime (17 or newer)", pytrace=False)
-    saved = os.environ.get("PYSPARK_PYTHON")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers must import this checkout
-    session = (SparkSession.builder.master("local[2]").appName("callstitch-hunt")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.memory", "1g")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "16")
-               .config("spark.python.worker.reuse", "true")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("FATAL")
-    yield session
-    session.stop()
-    if saved is None:
-        os.environ.pop("PYSPARK_PYTHON", None)
-    else:
-        os.environ["PYSPARK_PYTHON"] = saved
 
 
 def _chat(choice: int = 0, call_id: str = "c1", arguments: str = '{"a": 1}', name: str = "f") -> str:

@@ -20,7 +20,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
-from _servers import HOST, ServerThread, gateway, new_client, run, wait_until  # noqa: E402
+from _servers import HOST, ServerThread, gateway, lifespan, new_client, run, wait_until  # noqa: E402
 
 
 def finish(reason: str = "tool_calls") -> bytes:
@@ -178,11 +178,7 @@ class Upstream:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                await send({"type": message["type"] + ".complete"})
-                if message["type"] == "lifespan.shutdown":
-                    return
+            return await lifespan(receive, send)
         while (await receive()).get("more_body"):
             pass
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
