@@ -317,6 +317,10 @@ class _Batch:
         self.nkeep = nkeep
         self.string_type = string_type
         self.kept = kept               # about how many bytes each input row's kept columns take
+        self._start()
+
+    def _start(self) -> None:
+        """Begin an output batch (again, after a flush): no rows yet (each subclass adds its columns)."""
         self.rows: list[int] = []      # the input row of each output row
         self.size = 0                  # about how many bytes the rows so far take
 
@@ -333,13 +337,8 @@ def _bigint(value: Any) -> bool:
 class _Rows(_Batch):
     """The call rows of one batch, column by column, sent on in batches of bounded size."""
 
-    def __init__(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType, kept: list[int]) -> None:
-        super().__init__(batch, nkeep, string_type, kept)
-        self._start()
-
     def _start(self) -> None:
-        self.rows = []
-        self.size = 0
+        super()._start()
         self.choice: list = []
         self.index: list = []
         self.ids: list = []
@@ -438,13 +437,8 @@ def _in_the_errors(kind: str, message: str) -> None:
 class _TurnRows(_Batch):
     """The turn rows of one batch (emit="turns"): one per input row, column by column."""
 
-    def __init__(self, batch: pa.RecordBatch, nkeep: int, string_type: pa.DataType, kept: list[int]) -> None:
-        super().__init__(batch, nkeep, string_type, kept)
-        self._start()
-
     def _start(self) -> None:
-        self.rows = []
-        self.size = 0
+        super()._start()
         self.formats: list = []
         self.complete: list = []
         self.responses: list = []
