@@ -125,6 +125,32 @@ def test_reasoning_sent_under_both_names_in_one_delta_is_the_choices_once(impl, 
     assert result.to_message()[first] == "abcdef"
 
 
+def test_a_calls_extra_fields_over_pieces_with_and_without_its_id_merge_as_the_sdks(impl):
+    # The first piece of a call carries its id, the later ones only its index: their extra fields
+    # were kept under two keys and only the first piece's came out ("s1" where the SDK gives "s1s2").
+    def call(index, arguments, sig, call_id=None, name=None):
+        piece = {"index": index, "function": {"arguments": arguments},
+                 "extra_content": {"google": {"thought_signature": sig}}}
+        if call_id is not None:
+            piece |= {"id": call_id, "type": "function"}
+            piece["function"]["name"] = name
+        return piece
+
+    chunks = [chunk_obj([choice_obj({"role": "assistant", "tool_calls": [call(0, '{"a"', "s1", "c1", "f")]})]),
+              chunk_obj([choice_obj({"tool_calls": [call(0, ': 1}', "s2")]})]),
+              chunk_obj([choice_obj({"tool_calls": [call(1, "{}", "t1", "c2", "g")]})]),
+              chunk_obj([choice_obj({"tool_calls": [call(1, "", "t2")]})]),
+              chunk_obj([choice_obj({}, finish_reason="tool_calls")])]
+    result = impl.reassemble(sse(*chunks), format="openai-chat")
+    assert [(c.id, c.arguments) for c in result.tool_calls] == [("c1", {"a": 1}), ("c2", {})]
+    ours = result.to_response()["choices"][0]["message"]["tool_calls"]
+    ChatCompletion.model_validate(result.to_response())
+    sdk = sdk_message(chunks)["tool_calls"]
+    assert [c["extra_content"] for c in ours] == [c["extra_content"] for c in sdk] == [
+        {"google": {"thought_signature": "s1s2"}}, {"google": {"thought_signature": "t1t2"}}]
+    assert [c["extra_content"] for c in result.to_message()["tool_calls"]] == [c["extra_content"] for c in sdk]
+
+
 @pytest.mark.parametrize("body", [
     b"",
     sse(chunk_obj([choice_obj({"role": "assistant"})]), done=False),

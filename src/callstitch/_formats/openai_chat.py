@@ -189,8 +189,15 @@ def _note_call(turn: ChatTurn, number: int, index: Any, call_id: Any, call: dict
         if inner:
             extras["function"] = inner
     if extras:
-        key = ("id", call_id) if call_id is not None else ("index", index)
-        merge_delta(turn.choice(number).calls.setdefault(key, {}), extras)
+        record = turn.choice(number)
+        if call_id is not None:
+            if index is not None:
+                record.ids[index] = call_id  # later pieces of this call may come without the id
+            key = ("id", call_id)
+        else:  # a later piece: the record of the call its index came with, as the SDK merges by index
+            known = record.ids.get(index)
+            key = ("id", known) if known is not None else ("index", index)
+        merge_delta(record.calls.setdefault(key, {}), extras)
 
 
 def _handle_function(acc: Sink, state: StreamState, number: int, index: Any, call_id: Any, function: Any,

@@ -37,11 +37,12 @@ class ChoiceTurn:
     the SDK merges deltas; reasoning_key: "reasoning_content" or "reasoning", whichever the
     server sent first; logprobs: the choice's logprobs, content and refusal lists concatenated;
     calls: each call's unknown keys (``extra_content`` with Gemini's thought signature …), by the
-    call's id or, without one, its index as sent; legacy: the calls came as the deprecated
-    ``function_call``.
+    call's id or, without one, its index as sent; ids: the id of the call each index last came
+    with (among the pieces with unknown keys), so that a later piece of it without its id adds to
+    its record; legacy: the calls came as the deprecated ``function_call``.
     """
 
-    __slots__ = ("extras", "message", "reasoning_key", "logprobs", "calls", "legacy")
+    __slots__ = ("extras", "message", "reasoning_key", "logprobs", "calls", "ids", "legacy")
 
     def __init__(self) -> None:
         self.extras: dict[str, Any] = {}
@@ -49,6 +50,7 @@ class ChoiceTurn:
         self.reasoning_key: str | None = None
         self.logprobs: dict[str, Any] | None = None
         self.calls: dict[Any, dict[str, Any]] = {}
+        self.ids: dict[Any, Any] = {}
         self.legacy = False
 
     def __getstate__(self) -> tuple:
