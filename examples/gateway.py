@@ -39,7 +39,6 @@ import os
 import uuid
 from typing import Any, AsyncIterable, AsyncIterator, Callable
 
-import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
@@ -197,12 +196,9 @@ async def _answer_or_leave(client: httpx.AsyncClient, outgoing: httpx.Request, r
 
 
 async def _guarded(pending: Any, stream_id: str) -> None:
-    """Await an async on_call's result; log what it raises, as for a sync one."""
+    """Await an async on_call's result (atee shields it from a client that left); log what it raises."""
     try:
-        # Shielded: when the client leaves, Starlette cancels the stream, and keeps cancelling every
-        # await in it (anyio's cancel scopes), among them the hand-over of the calls still in flight.
-        with anyio.CancelScope(shield=True):
-            await pending
+        await pending
     except Exception:  # a failing handler must never break the client's stream
         log.exception("on_call failed for stream %s", stream_id)
 

@@ -163,6 +163,44 @@ def test_atee_under_starlette_gets_the_call_in_flight_to_an_async_on_call_when_t
         server.stop()
 
 
+def test_atee_under_starlette_lets_an_async_on_call_under_way_finish_when_the_client_leaves(impl):
+    # A call completed mid-stream: atee awaits on_call before it passes the chunk on, and the client
+    # gives up meanwhile. Starlette's cancellation reached into on_call and stopped it half done.
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    begun, done, ended = [], [], []
+
+    async def on_call(call):
+        begun.append(call.id)
+        await asyncio.sleep(0.6)  # as a slow write to a queue or a socket would
+        done.append(call.id)
+
+    async def source():
+        try:
+            yield TWO_AT_ONCE
+            await asyncio.sleep(8)
+        finally:
+            ended.append(True)
+
+    async def endpoint(request):
+        return StreamingResponse(ATee(source(), "auto", on_call, accumulator=impl.Accumulator()))
+
+    server = ServerThread(Starlette(routes=[Route("/", endpoint, methods=["POST"])])).start()
+    try:
+        async def leave():
+            async with new_client() as client:
+                with pytest.raises(asyncio.TimeoutError):  # on_call is still under way: nothing came yet
+                    await asyncio.wait_for(client.post(server.url + "/", content=b"{}"), 0.2)
+
+        run(leave())
+        wait_until(lambda: ended and len(done) == 2, 6, "the stream to end and on_call to finish both calls")
+        assert begun == done == ["call_a", "call_b"]
+    finally:
+        server.stop()
+
+
 # -- the example gateway ------------------------------------------------------------------------------
 
 class Upstream:

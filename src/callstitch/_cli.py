@@ -116,9 +116,6 @@ def _summary_text(summary: Any, elapsed: float) -> str:
     return text
 
 
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
 class _ParquetSink:
     """Write records as Parquet row groups (arguments as a JSON string column)."""
 
@@ -144,22 +141,21 @@ class _ParquetSink:
         ])
 
     def write(self, chunk: bytes) -> None:
-        from ._records import read_records, to_json
+        from ._records import past_int64, read_records, to_json
 
         cols = self._cols
         for r in read_records(chunk):
             args = r["arguments"]
             cols["source"].append(r["source"])
             cols["stream"].append(r["stream"])
-            choice, index, reason = r["choice"], r["index"], r.get("reason")
-            # A choice is kept as sent, and JSON holds any integer; an int64 column does not.
-            for what, value in (("choice", choice), ("index", index)):
-                if not _INT64_MIN <= value <= _INT64_MAX:
-                    note = f"{what} {value} does not fit Parquet's int64: written as null"
-                    reason = note if reason is None else f"{reason}; {note}"
-                    self.nulled += 1
-            cols["choice"].append(choice if _INT64_MIN <= choice <= _INT64_MAX else None)
-            cols["index"].append(index if _INT64_MIN <= index <= _INT64_MAX else None)
+            reason, past = r.get("reason"), past_int64(r["choice"], r["index"])
+            if past:  # written as null, and said so
+                self.nulled += 1
+                notes = "; ".join(f"{what} {value} does not fit Parquet's int64: written as null"
+                                  for what, value in past.items())
+                reason = notes if reason is None else f"{reason}; {notes}"
+            cols["choice"].append(None if "choice" in past else r["choice"])
+            cols["index"].append(None if "index" in past else r["index"])
             cols["id"].append(r["id"])
             cols["name"].append(r["name"])
             cols["kind"].append(r["kind"])

@@ -20,12 +20,26 @@ from ._exactjson import long_digit_run
 
 __all__ = ["MAX_DEPTH", "Unwritable", "nesting", "to_json", "arguments_json", "record_json", "call_line", "raw_text",
            "read_record", "read_records",
-           "utf8_text"]
+           "utf8_text", "past_int64"]
 
 # Arguments nested deeper than this are written as their raw text. A fixed figure, not the
 # interpreter's stack, decides, so that every path and every worker writes the same call the same
 # way; 500 levels leave the standard library's encoder room below Python's recursion limit.
 MAX_DEPTH = 500
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1  # what an int64 column holds (Parquet's, Spark's bigint)
+
+
+def past_int64(choice: int, index: int) -> dict[str, int]:
+    """Return a call's numbers that an int64 column cannot hold, by name ("choice", "index"); for most calls, none.
+
+    A choice number is kept as sent, any integer (the JSON lines hold it); such a column writes it as null.
+    """
+    if _INT64_MIN <= choice <= _INT64_MAX and _INT64_MIN <= index <= _INT64_MAX:
+        return {}
+    return {what: value for what, value in (("choice", choice), ("index", index))
+            if not _INT64_MIN <= value <= _INT64_MAX}
 
 
 class Unwritable(ValueError):

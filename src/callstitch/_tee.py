@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 from types import FunctionType
@@ -32,37 +33,36 @@ class _Tap:
         self._handed: set[tuple[int, int]] | None = None
         self._settled = False  # the calls left at the end have been handed over
 
-    def _handing(self) -> set[tuple[int, int]]:
-        if self._handed is None:
-            self._handed = set()
-        return self._handed
+    def _due(self, calls: list[ToolCall]) -> Iterator[ToolCall]:
+        """Yield the calls on_call has not had yet, each marked as had before it goes (an on_call may read .result)."""
+        handed = self._handed
+        if handed is None:
+            handed = self._handed = set()
+        for call in calls:
+            key = (call.choice, call.index)
+            if key not in handed:
+                handed.add(key)
+                yield call
 
     def _hand(self, calls: list[ToolCall]) -> None:
         """Give on_call the calls one chunk completed."""
         if not calls:
             return
-        handed = self._handing()
-        for call in calls:
-            key = (call.choice, call.index)
-            if key in handed:  # an on_call that read .result has had it already, with the calls still due
-                continue
-            handed.add(key)
+        for call in self._due(calls):
             value = self._on_call(call)  # type: ignore[misc]
             if value is not None:  # (most on_calls return None: no isawaitable() for them)
                 _refuse_awaitable(value)
 
     def _left(self) -> list[ToolCall]:
-        """Finish the stream; return, once, the calls on_call is still due (those the protocol never closed)."""
+        """Finish the stream; return, once, its calls: the hand-over gives on_call those it has not had (_due)."""
         if self._result is None:
             self._result = self._acc.finalize()
         if self._on_call is None or self._settled:
             return []
         self._settled = True
         # Calls the protocol never closed (the stream ended, or the client left) are handed over
-        # now, so every call reaches on_call once. The keys stay: a hand-over still under way
-        # (on_call read .result) skips the calls handed here.
-        handed = self._handing()
-        return [call for call in self._result.tool_calls if (call.choice, call.index) not in handed]
+        # now, so every call reaches on_call once.
+        return self._result.tool_calls
 
     def _finish(self) -> None:
         self._hand(self._left())
@@ -134,36 +134,15 @@ class ATee(_Tap):
                 if close is not None:
                     await close()  # a consumer that stopped early stops the source too
             finally:  # also when closing fails, or is cancelled: .result never hands calls over
-                await self._ahand_left()
-
-    async def _ahand_left(self) -> None:
-        """Hand over the calls left at the end, shielded from a cancellation under way (a client that left)."""
-        # Starlette (and every anyio user) stops a response whose client left with a cancel scope,
-        # which cancels each await after it too: an async on_call would lose the calls in flight.
-        # Only where anyio is imported can such a scope be in force, so no dependency on it.
-        anyio = sys.modules.get("anyio")
-        if anyio is not None:
-            try:
-                scope = anyio.CancelScope(shield=True)
-            except Exception:  # (an event loop anyio does not know: no scope of its can be in force)
-                scope = None
-            if scope is not None:
-                with scope:
-                    await self._ahand(self._left())
-                return
-        await self._ahand(self._left())
+                await self._ahand(self._left())
 
     async def _ahand(self, calls: list[ToolCall]) -> None:
-        """Give on_call the calls, awaiting it when it is async."""
-        handed = self._handing()
-        for call in calls:
-            key = (call.choice, call.index)
-            if key in handed:
-                continue
-            handed.add(key)
+        """Give on_call the calls, awaiting it when it is async: once begun on a call, to its end."""
+        for call in self._due(calls):
             value = self._on_call(call)  # type: ignore[misc]
             if inspect.isawaitable(value):
-                await value
+                with _shielded():
+                    await value
 
     def _finish(self) -> None:
         # .result read before the iteration ended: the calls still due are handed (and awaited)
@@ -177,6 +156,22 @@ class ATee(_Tap):
         self._finish()
         assert self._result is not None
         return self._result
+
+
+def _shielded() -> Any:
+    """Return a context that a cancellation under way does not reach into (anyio's; where none can be, a no-op).
+
+    Starlette (and every anyio user) stops a response whose client left with a cancel scope, which
+    cancels each await after it too: an async on_call would be stopped mid-call, and the calls in
+    flight lost. Only where anyio is imported can such a scope be in force, so no dependency on it.
+    """
+    anyio = sys.modules.get("anyio")
+    if anyio is not None:
+        try:
+            return anyio.CancelScope(shield=True)
+        except Exception:  # (an event loop anyio does not know: no scope of its can be in force)
+            pass
+    return contextlib.nullcontext()
 
 
 def tee(chunks: Iterable[bytes], format: str = "auto", on_call: OnCall | None = None, *,

@@ -34,7 +34,7 @@ from ._exactjson import loads_exact
 from ._formats.dispatch import check_format
 from ._limits import Limits
 from ._batch.turns import response_json
-from ._records import arguments_json, raw_text, utf8_text
+from ._records import arguments_json, past_int64, raw_text, utf8_text
 
 __all__ = ["reassemble", "CALL_COLUMNS", "call_schema", "TURN_COLUMNS", "turn_schema"]
 
@@ -329,11 +329,6 @@ class _Batch:
         return [self.batch.column(k).take(take) for k in range(self.nkeep)]
 
 
-def _bigint(value: Any) -> bool:
-    """Return whether a Spark bigint holds value (None: a null one)."""
-    return value is None or -(1 << 63) <= value < (1 << 63)
-
-
 class _Rows(_Batch):
     """The call rows of one batch, column by column, sent on in batches of bounded size."""
 
@@ -374,14 +369,11 @@ class _Rows(_Batch):
             if errors:
                 self.error_row(i, result.format, errors)
             return None
-        # A choice (or index) is kept as sent, and a bigint holds no integer past 64 bits: such a
-        # call is written with it null, and the stream's errors say what and whose.
-        fits = True
-        for call in calls:
-            if not (_bigint(call.choice) and _bigint(call.index)):
-                fits = False
-                errors += [f"{what} {value} does not fit a bigint: written as null (call {call.id!r}, {call.name!r})"
-                           for what, value in (("choice", call.choice), ("index", call.index)) if not _bigint(value)]
+        # A choice is kept as sent, and a bigint holds no integer past 64 bits: such a call is
+        # written with it null, and the stream's errors say what and whose.
+        past = [past_int64(call.choice, call.index) for call in calls]
+        errors += [f"{what} {value} does not fit a bigint: written as null (call {call.id!r}, {call.name!r})"
+                   for call, numbers in zip(calls, past) for what, value in numbers.items()]
         fmt = result.format
         # What every row of the stream repeats; of a call's own fields only the arguments are
         # counted, the others being no longer than the part of the body they came from.
@@ -389,11 +381,8 @@ class _Rows(_Batch):
         for n in range(start, len(calls)):
             call = calls[n]
             self.rows.append(i)
-            choice, index = call.choice, call.index
-            if not fits:
-                choice, index = (choice if _bigint(choice) else None), (index if _bigint(index) else None)
-            self.choice.append(choice)
-            self.index.append(index)
+            self.choice.append(None if "choice" in past[n] else call.choice)
+            self.index.append(None if "index" in past[n] else call.index)
             self.ids.append(call.id)
             self.names.append(call.name)
             self.kinds.append(call.kind)
