@@ -319,3 +319,65 @@ def test_gemini_citations_over_many_chunks_cost_their_number_not_its_square():
         record.take({"citationMetadata": {"citations": [_Counted(n)]}})
     assert [c.n for c in record.fields["citationMetadata"]["citations"]] == list(range(400))
     assert _Counted.compared < 400  # compared only with the equal-looking ones (80,000 times before)
+
+
+# ---------------------------------------------------------------- openai-chat: any delta fields, any depth
+
+# (no booleans: the SDK adds them as numbers, false + true = 1; the record keeps the first)
+_SCALAR = st.one_of(st.sampled_from(["a", "b", ""]), st.integers(-3, 3), st.sampled_from([1.5, None]))
+_FIELD = st.recursive(_SCALAR, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.lists(st.fixed_dictionaries({"index": st.integers(0, 2)}, optional={"v": inner, "type": st.just("t")}),
+             max_size=3),
+    # ("index" only as an integer: the record skips an entry whose index is no int, true included,
+    # where the SDK takes true for 1)
+    st.dictionaries(st.sampled_from(["x", "y", "type"]), inner, max_size=3)), max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["extra", "more"]), _FIELD, max_size=2), min_size=1, max_size=5))
+@example([{"extra": [{"index": 0, "v": {"x": "a"}}]},  # two pieces for one object in one delta: in order
+          {"extra": [{"index": 0, "v": {"x": "b"}}, {"index": 0, "v": {"x": "c"}}]}])
+def test_merged_delta_fields_equal_the_sdks_accumulate_delta(deltas):
+    # The record's merge (pieces held as Growing, objects from a queue) against openai-python's own,
+    # on whatever the deltas hold; where the SDK raises, the record keeps what it had (no raise).
+    from openai.lib.streaming._deltas import accumulate_delta
+
+    from callstitch._turns.openai_chat import merge_delta, owned
+
+    record, sdk = {}, {}
+    for delta in deltas:
+        merge_delta(record, copy.deepcopy(delta))
+        try:
+            accumulate_delta(sdk, copy.deepcopy(delta))
+        except (TypeError, ValueError, IndexError, KeyError, RuntimeError):
+            return  # a pairing the SDK refuses: nothing to compare with
+    assert owned(record) == sdk
+
+
+@pytest.mark.parametrize("where", ["delta", "choice", "envelope"])
+@pytest.mark.parametrize("kind", ["object", "array"])
+def test_unknown_fields_nested_as_deep_as_json_goes_never_stop_the_stream(impl, where, kind):
+    # orjson reads 1,024 levels. The turn merged and copied them by recursion: a field nested 1,000
+    # deep, sent twice, raised RecursionError out of feed(); 500 deep, out of to_response().
+    deep = ('{"a":' * 1000 + "1" + "}" * 1000) if kind == "object" else "[" * 1000 + "]" * 1000
+
+    def chunk(finish=""):
+        field = f'"deep":{deep}'
+        if where == "delta":
+            return '{"choices":[{"index":0,"delta":{"content":"x",%s}%s}]}' % (field, finish)
+        if where == "choice":
+            return '{"choices":[{"index":0,"delta":{"content":"x"},%s%s}]}' % (field, finish)
+        return '{%s,"choices":[{"index":0,"delta":{"content":"x"}%s}]}' % (field, finish)
+
+    body = ("data: " + chunk() + "\n\ndata: " + chunk(',"finish_reason":"stop"') + "\n\ndata: [DONE]\n\n").encode()
+    result = impl.reassemble(body, format="openai-chat")
+    assert (result.text, result.finish_reason, result.errors) == ("xx", "stop", [])
+    response, message = result.to_response(), result.to_message()
+    choice = response["choices"][0]
+    held = response if where == "envelope" else choice if where == "choice" else choice["message"]
+    depth, value = 0, held["deep"]
+    while type(value) in (dict, list) and value:  # kept whole, every level
+        value = value["a"] if kind == "object" else value[0]
+        depth += 1
+    assert depth == (1000 if kind == "object" else 999)

@@ -11,6 +11,7 @@ logprobs lists concatenated, the last finish reason and usage. Where callstitch 
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from .fresh import fresh
@@ -93,14 +94,16 @@ class ChatTurn:
 
 def keep_first(into: dict, key: Any, value: Any) -> None:
     """Keep value under key unless one is there; objects gain the keys they lack (x_groq's later usage)."""
-    if value is None:
-        return
-    held = into.get(key)
-    if held is None:
-        into[key] = value
-    elif type(held) is dict and type(value) is dict:
-        for inner, inner_value in value.items():
-            keep_first(held, inner, inner_value)
+    pending = [(into, key, value)]  # a stack, not a recursion: an object may be nested 1,024 levels deep
+    while pending:
+        into, key, value = pending.pop()
+        if value is None:
+            continue
+        held = into.get(key)
+        if held is None:
+            into[key] = value
+        elif type(held) is dict and type(value) is dict:
+            pending.extend((held, inner, inner_value) for inner, inner_value in value.items())
 
 
 def merge_delta(into: dict, delta: dict) -> None:
@@ -110,37 +113,43 @@ def merge_delta(into: dict, delta: dict) -> None:
     are joined and numbers added; objects merge; lists of objects with an "index" merge entry by
     index, other lists are extended. Joined strings and extended lists are held as Growing until
     read (owned() gives their value), so that a stream of n pieces costs n, not n squared.
+
+    The nested objects are merged from a queue, not by recursion (an object may be nested 1,024
+    levels deep): first in, first out, so that pieces for one object merge in the order sent.
     """
-    for key, value in delta.items():
-        held = into.get(key)
-        if held is None:
-            if _indexed(value):
-                held = into[key] = []
-            else:
-                into[key] = fresh(value)
-                continue
-        if key == "index" or key == "type":
-            into[key] = value
-        elif type(held) is Growing and not held.indexed(value):
-            held.grow(value)
-        elif type(held) is Growing:
-            # A list extended with objects, or still empty when indexed objects come: from now on
-            # merged entry by index, as the SDK does.
-            held = into[key] = held.value()
-            if type(value) is list:
-                _merge_list(held, value)
-        elif type(held) is str and type(value) is str:
-            into[key] = Growing(held, value, True)
-        elif _number(held) and _number(value):
-            into[key] = held + value
-        elif type(held) is dict and type(value) is dict:
-            merge_delta(held, value)
-        elif type(held) is list and type(value) is list:
-            if _scalars(held) and (held or not _indexed(value)):
-                into[key] = Growing(held, fresh(value), False)
-            else:
-                _merge_list(held, value)
-        # Any other pairing (a string then an object, say) keeps what was held, as the SDK does.
+    pending = deque([(into, delta)])
+    while pending:
+        into, delta = pending.popleft()
+        for key, value in delta.items():
+            held = into.get(key)
+            if held is None:
+                if _indexed(value):
+                    held = into[key] = []
+                else:
+                    into[key] = fresh(value)
+                    continue
+            if key == "index" or key == "type":
+                into[key] = value
+            elif type(held) is Growing and not held.indexed(value):
+                held.grow(value)
+            elif type(held) is Growing:
+                # A list extended with objects, or still empty when indexed objects come: from now
+                # on merged entry by index, as the SDK does.
+                held = into[key] = held.value()
+                if type(value) is list:
+                    _merge_list(held, value, pending)
+            elif type(held) is str and type(value) is str:
+                into[key] = Growing(held, value, True)
+            elif _number(held) and _number(value):
+                into[key] = held + value
+            elif type(held) is dict and type(value) is dict:
+                pending.append((held, value))
+            elif type(held) is list and type(value) is list:
+                if _scalars(held) and (held or not _indexed(value)):
+                    into[key] = Growing(held, fresh(value), False)
+                else:
+                    _merge_list(held, value, pending)
+            # Any other pairing (a string then an object, say) keeps what was held, as the SDK does.
 
 
 class Growing:
@@ -190,25 +199,18 @@ def _unpickled(value: Any) -> Any:
 
 def owned(value: Any) -> Any:
     """Return a value of a ChoiceTurn's message or calls for the caller: Growing read, dicts and lists copied."""
-    kind = type(value)
-    if kind is Growing:
-        return fresh(value.value())
-    if kind is dict:
-        return {key: owned(inner) for key, inner in value.items()}
-    if kind is list:
-        return [owned(inner) for inner in value]
-    return value
+    return fresh(value, Growing)
 
 
-def _merge_list(held: list, value: list) -> None:
-    """Merge a list of indexed objects into held entry by entry (a list extended is merge_delta's Growing)."""
+def _merge_list(held: list, value: list, pending: deque) -> None:
+    """Merge a list of indexed objects into held entry by entry, objects by merge_delta's queue (pending)."""
     for entry in value:
         if type(entry) is not dict or type(entry.get("index")) is not int:
             continue  # the SDK raises here; a stream that does this keeps what it had
         index = entry["index"]
         if index < len(held):
             if type(held[index]) is dict:
-                merge_delta(held[index], entry)
+                pending.append((held[index], entry))
         else:
             held.insert(index, fresh(entry))
 
