@@ -169,7 +169,7 @@ def _as_records(rows, source: str) -> list[dict]:
     """The call rows as the CLI writes them (key column k as the stream)."""
     out = []
     for row in rows:
-        if row["choice"] is None:
+        if row["index"] is None:  # an error row (README: where("index IS NULL"))
             continue
         record = {"source": source, "stream": row["k"], **{name: row[name] for name in CALL_FIELDS}}
         record["arguments"] = None if row["arguments"] is None else json.loads(row["arguments"])
