@@ -167,7 +167,7 @@ def handle(acc, state, event, obj, offset):
     elif kind == "toy.text":
         acc.text_piece(0, 0, obj["text"])
     elif kind == "toy.end":
-        state.finish(0, "stop")
+        acc.choice_finished(0, "stop")
         acc.complete(None, None)
     else:
         state.error("unexpected shape", "not a toy event", offset, obj)

@@ -1084,8 +1084,11 @@ Reassemble the tool calls of one streamed response.
                 if f.args.kind == CS_STR and f.args.n:
                     self._append_span(slot, &f.args)
             if ch.finish_reason.kind == CS_STR:
-                self._state.finish(number, _span_str(&ch.finish_reason))
+                self.choice_finished(number, _span_str(&ch.finish_reason))
                 self.complete(number, None)
+            elif (ch.n_frags == 0 and ch.content.kind != CS_STR and ch.reasoning_content.kind != CS_STR
+                  and ch.reasoning.kind != CS_STR and ch.refusal.kind != CS_STR):
+                self.admit_choice(number)  # a choice that said only its role is listed all the same
         if c.usage_n:  # after the choices, as the adapter reads it
             usage.p = c.usage
             usage.n = c.usage_n

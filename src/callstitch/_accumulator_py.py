@@ -395,7 +395,7 @@ class Accumulator(SlotBook):
                 and chunk.get("usage") is None and chunk.get("error") is None and "message" not in choice
                 and _openai_chat.nothing_for_the_turn(turn, chunk, choice)):
             return False
-        self._state.finish(number, reason)
+        self.choice_finished(number, reason)
         self.complete(number, None)
         return True
 

@@ -187,7 +187,7 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
     """Build the Result from the accumulator's finished calls and texts.
 
     calls: (choice, seq, ToolCall) per call, in order of first appearance (seq);
-    texts: choice -> [content, reasoning, refusal] as bytes or None.
+    texts: choice -> [content, reasoning, refusal] as bytes or None, or None for a choice with no text.
     """
     reasons = state.finish_reasons
     if _only_first_choice(texts, reasons, calls):
@@ -207,7 +207,7 @@ def build_result(calls: list[tuple], texts: dict, state: Any) -> Result:
     for k in numbers:
         group = by_choice.get(k, [])
         ordered += group
-        content, reasoning, refusal = texts.get(k, _NO_TEXT)
+        content, reasoning, refusal = texts.get(k) or _NO_TEXT
         choices.append(Choice(k, _decode(content), _decode(reasoning), _decode(refusal), reasons.get(k), group))
     return Result(ordered, state.result_errors(), state.complete, state.format, choices, _usage(state),
                   state.turn)

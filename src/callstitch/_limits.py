@@ -50,7 +50,7 @@ class Limits:
     calls: int | None = 4096
     """Tool calls in one stream; fragments of further calls are dropped."""
     choices: int | None = 128
-    """Choices in one stream; further choices are dropped."""
+    """Choices in one stream; further choices are dropped whole: text, calls, finish reason and turn fields."""
     event_bytes: int | None = 64 * MiB
     """Bytes of one SSE line or event, NDJSON line, event-stream message or JSON-array element; a longer
     one is dropped as it arrives, never held, and every call still open and every text is cut there
@@ -121,5 +121,6 @@ def stream_full(state: Any, limit: int) -> None:
 
 def too_many(state: Any, name: str, limit: int) -> None:
     """Record that a stream had more calls or choices than allowed."""
-    what = "tool calls" if name == "calls" else "choices"
-    state.error("limit", f"{describe(name, limit)} exceeded; fragments of further {what} are dropped", None)
+    what = "fragments of further tool calls are dropped" if name == "calls" else (
+        "further choices are dropped: their text, calls, finish reason and other fields")
+    state.error("limit", f"{describe(name, limit)} exceeded; {what}", None)

@@ -86,6 +86,8 @@ cdef class SlotBook:
     cdef _cut(self, Slot slot, int limit)
     cdef _budget_spent(self)
     cdef bint _choice_fits(self, object choice) except -1
+    cpdef bint admit_choice(self, object choice) except -1
+    cpdef choice_finished(self, object choice, object reason)
     cdef _cap(self, str name)
     @cython.locals(slot=Slot, t=Text)
     cpdef cut_open(self)

@@ -483,6 +483,25 @@ class SlotBook:
         self._nchoices += 1
         return True
 
+    def admit_choice(self, choice: Any) -> bool:
+        """Tell whether a choice may be kept (a new one counts against Limits.choices); the Result lists each one admitted.
+
+        A choice's text, calls and finish reason admit it on their own; an adapter asks for a choice
+        that said something else (only its role, or fields its turn record keeps), so that it is
+        listed too, and keeps nothing of a choice refused.
+        """
+        if not self._choice_fits(choice):
+            return False
+        if choice not in self._texts and choice not in self._choices:
+            self._texts[choice] = [None, None, None]  # listed, with no text (yet)
+        return True
+
+    def choice_finished(self, choice: Any, reason: Any) -> None:
+        """Record a choice's finish reason (none for a choice past Limits.choices): the stream ended as it should."""
+        if self.admit_choice(choice):
+            self._state.finish_reasons[choice] = reason
+        self._state.complete = True
+
     def _cap(self, name: str) -> None:
         """Record, once, that a stream has more calls or choices than its limits allow."""
         if self._capped is None:
@@ -640,8 +659,12 @@ class SlotBook:
             unrecognised(self._state, bool(self._slots or self._texts), self._fed)
         if _zero_keys(self._choices) and _zero_keys(self._texts) and _zero_keys(self._state.finish_reasons):
             # Plainly one choice, the common case: no (choice, seq, call) tuples to group.
-            return one_choice_result([self._settle(s, True) for s in self._slots], self._text_bytes(0), self._state)
+            # (choice 0 admitted with no text, its calls refused by a limit say, is listed all the same)
+            first = self._text_bytes(0) if 0 in self._texts or 0 not in self._choices else (None, None, None)
+            return one_choice_result([self._settle(s, True) for s in self._slots], first, self._state)
         texts = {choice: self._text_bytes(choice) for choice in self._texts}
+        for choice in self._choices:  # every choice admitted is listed, one whose calls a limit refused too
+            texts.setdefault(choice, None)
         return build_result([(s.choice, s.seq, self._settle(s, True)) for s in self._slots], texts, self._state)
 
 

@@ -73,11 +73,6 @@ class StreamState:
             return self.errors
         return [*self.errors, errors_not_kept(self.error_limit, self.errors_over, self.errors_over_from)]
 
-    def finish(self, choice: int, reason: str) -> None:
-        """Record a choice's finish reason; a finish reason ends the stream's calls."""
-        self.finish_reasons[choice] = reason
-        self.complete = True
-
     def key(self, key: Any) -> int:
         """Return the slot index for an adapter's call key (an item id, say), numbering new keys in order."""
         index = self.keys.get(key)

@@ -101,7 +101,7 @@ cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t
         return _anthropic_start(acc, state, v, data, n)
     if _is(&v[0], "message_delta", 13):
         if v[9].kind == CS_T_STR:
-            state.finish(0, _span_str_v(&v[9]))
+            acc.choice_finished(0, _span_str_v(&v[9]))
         # The turn reads the delta from the event's text when it is asked for (a non-object delta then reads as none)
         turn = _anthropic_turn(state)
         raw = PyBytes_FromStringAndSize(<const char *>data, n)

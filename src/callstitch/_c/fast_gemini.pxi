@@ -5,7 +5,7 @@
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_SIZE
 
-from ._turns.gemini import CALL as _CALL, ENVELOPE as _ENVELOPE, RUN as _RUN, GeminiTurn
+from ._turns.gemini import CALL as _CALL, RUN as _RUN, GeminiTurn
 
 cdef enum:
     _G_RUN = 0  # _turns.gemini.RUN and CALL, as C constants
@@ -97,8 +97,10 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     nparts = _gemini_candidate(acc, data, n, v, part_at, part_len)
     if nparts < 0 or not _gemini_locate(nparts, part_at, part_len, parts, part_entries, entries, entry_at, entry_len):
         return 0
-    _gemini_envelope(acc, data, n, &v[3], &v[4])
     choice = v[1].i if v[1].kind == CS_T_INT else 0
+    if v[0].kind == CS_T_ARRAY and v[0].i == 1 and not acc.admit_choice(choice):
+        return 0  # a candidate past Limits.choices: the general way skips its parts (asking again changes nothing)
+    _gemini_envelope(acc, data, n, &v[3], &v[4])
     for k in range(nparts):
         if part_at[k][0] == b'{':
             part = parts[k]
@@ -410,8 +412,7 @@ cdef int _gemini_log_envelope(Accumulator acc, const unsigned char *data, Py_ssi
             memcpy(out, b"null", 4)
             out += 4
             p = stop[k]
-    turn.envelope = envelope  # (for the general path's own check: the last envelope logged is not its own)
-    acc._gem_log.append((_ENVELOPE, None, 0, 0, envelope, None))
+    turn.log_envelope(envelope)  # (its envelope too, for the general path's own check)
     acc._gem_env = envelope
     acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
     return 0
@@ -422,8 +423,7 @@ cdef object _gemini_turn(Accumulator acc):
     if acc._gem_turn is None:
         turn = acc._state.turn
         if turn is None:
-            turn = acc._state.turn = GeminiTurn.__new__(GeminiTurn)  # what __init__ does, without the call
-            turn.log, turn.envelope = [], None
+            turn = acc._state.turn = GeminiTurn()
         acc._gem_turn, acc._gem_log, acc._gem_logged = turn, turn.log, -1
     if PyList_GET_SIZE(acc._gem_log) != acc._gem_logged:
         acc._gem_env, acc._gem_run = None, -1

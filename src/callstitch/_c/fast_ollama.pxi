@@ -49,7 +49,7 @@ cdef int _ollama_line(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
         if usage:
             acc._state.usage = usage
         reason = _span_str(&line.reason)
-        acc._state.finish(0, "stop" if reason is None else reason)
+        acc.choice_finished(0, "stop" if reason is None else reason)
         acc._complete_all()
     return 1
 

@@ -137,7 +137,7 @@ cdef int _responses_end(Accumulator acc, cs_val *v, const unsigned char *data, P
         reason = "completed" if v[0].n == 18 else "incomplete"
     _responses_turn(acc).end(PyBytes_FromStringAndSize(<const char *>data, n),
                              not (v[11].kind & (CS_T_ABSENT | CS_T_NULL)))
-    acc._state.finish(0, reason)
+    acc.choice_finished(0, reason)
     acc._complete_all()
     return 1
 

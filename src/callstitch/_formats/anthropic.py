@@ -73,7 +73,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
             (state.turn or turn_of(state)).log.append((index, acc.text_length(0, 0), acc.text_length(0, 1)))
             stop_block(acc, state, index)
     elif kind == "message_delta":
-        message_delta(state, obj.get("delta"), obj.get("usage"))
+        message_delta(acc, state, obj.get("delta"), obj.get("usage"))
     elif kind == "message_start":
         message = obj.get("message")
         if type(message) is dict:
@@ -103,10 +103,10 @@ def message_start(state: StreamState, message: dict | bytes, usage: Any) -> None
     merge_usage(state, usage)
 
 
-def message_delta(state: StreamState, delta: Any, usage: Any) -> None:
+def message_delta(acc: Sink, state: StreamState, delta: Any, usage: Any) -> None:
     """The message's closing fields: the stop reason (which ends the calls), stop_sequence, container …, usage."""
     if type(delta) is dict and type(delta.get("stop_reason")) is str:
-        state.finish(0, delta["stop_reason"])
+        acc.choice_finished(0, delta["stop_reason"])
     note_delta(state, delta)  # kept as sent: a delta that is not an object reads as none
     merge_usage(state, usage)
 

@@ -132,7 +132,7 @@ def _message_stop(acc: Sink, state: StreamState, turn: Any, body: dict, offset: 
     turn.stop.update(body)
     reason = body.get("stopReason")
     if type(reason) is str:
-        state.finish(0, reason)
+        acc.choice_finished(0, reason)
     else:
         state.complete = True
     acc.complete(None, None)

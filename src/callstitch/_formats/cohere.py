@@ -83,7 +83,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
                 state.error("in-band error", str(delta["error"]), offset, obj)
             reason = delta.get("finish_reason")
             if type(reason) is str:
-                state.finish(0, reason)
+                acc.choice_finished(0, reason)
                 acc.complete(None, None)
                 return
         state.complete = True

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn
+from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn, choice_of
 from .inband import error_text
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
@@ -53,34 +53,44 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
     turn = state.turn
     if turn is None:
         turn = state.turn = GeminiTurn()
-    turn.take_envelope(obj)
     candidates = obj.get("candidates")
-    for position, candidate in enumerate(candidates if type(candidates) is list else ()):
+    listed = candidates if type(candidates) is list else []
+    # A candidate past Limits.choices keeps nothing, in the turn neither; its finishReason still ends it.
+    admitted = [type(candidate) is dict and acc.admit_choice(choice_of(candidate, position))
+                for position, candidate in enumerate(listed)]
+    turn.take_envelope(obj, admitted)
+    for position, candidate in enumerate(listed):
         if type(candidate) is not dict:
             state.error("unexpected shape", "a candidate is not an object", offset, candidate)
             continue
-        choice = candidate.get("index", position)
-        choice = choice if type(choice) is int else position
-        content = candidate.get("content")
-        parts = content.get("parts") if type(content) is dict else None
-        for part in parts if type(parts) is list else ():
-            if type(part) is not dict:
-                continue
-            call = part.get("functionCall")
-            if type(call) is dict:
-                _call_part(acc, turn, choice, part, call)
-                _call(acc, state, choice, call, offset)
-            elif _plain_text(part):
-                _text_part(acc, turn, choice, part)
-            else:
-                turn.event(acc, OTHER, choice, part)  # carried as sent; its text counts as text all the same
-                if type(part.get("text")) is str and part["text"]:
-                    acc.text_piece(choice, 1 if part.get("thought") is True else 0, part["text"])
+        choice = choice_of(candidate, position)
+        if admitted[position]:
+            content = candidate.get("content")
+            parts = content.get("parts") if type(content) is dict else None
+            if type(parts) is list:
+                _parts(acc, state, turn, choice, parts, offset)
         reason = candidate.get("finishReason")
         if type(reason) is str:
             finish_choice(acc, state, choice, reason)
     if obj.get("usageMetadata") is not None:
         state.usage = obj["usageMetadata"]
+
+
+def _parts(acc: Sink, state: StreamState, turn: GeminiTurn, choice: int, parts: list, offset: int | None) -> None:
+    """Apply a candidate's parts: texts and calls to the accumulator, their places and the other parts to the turn."""
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        call = part.get("functionCall")
+        if type(call) is dict:
+            _call_part(acc, turn, choice, part, call)
+            _call(acc, state, choice, call, offset)
+        elif _plain_text(part):
+            _text_part(acc, turn, choice, part)
+        else:
+            turn.event(acc, OTHER, choice, part)  # carried as sent; its text counts as text all the same
+            if type(part.get("text")) is str and part["text"]:
+                acc.text_piece(choice, 1 if part.get("thought") is True else 0, part["text"])
 
 
 def _plain_text(part: dict) -> bool:
@@ -183,7 +193,7 @@ def take_open(state: StreamState) -> list[tuple[int, str | None, str]]:
 def finish_choice(acc: Sink, state: StreamState, choice: int, reason: str) -> None:
     """A candidate's finishReason: its open call is complete, and so are all its calls."""
     close_open(acc, state, choice)
-    state.finish(choice, reason)
+    acc.choice_finished(choice, reason)
     acc.complete(choice, None)
 
 

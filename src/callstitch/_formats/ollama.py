@@ -67,5 +67,5 @@ def finish(acc: Sink, state: StreamState, reason: Any, usage: dict) -> None:
     """
     if usage:
         state.usage = usage
-    state.finish(0, reason if type(reason) is str else "stop")
+    acc.choice_finished(0, reason if type(reason) is str else "stop")
     acc.complete(None, None)

@@ -97,12 +97,15 @@ def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, o
     if type(number) is not int:
         state.error("unexpected shape", f"choice index {number!r} is not an integer", offset, choice)
         return
-    if choice.get("logprobs") is not None or not CHOICE_KNOWN.issuperset(choice):
-        _note_choice(turn, number, choice)
+    # A choice past Limits.choices keeps nothing: the accumulator refuses its text, calls and
+    # finish reason, and it gets no turn record (kept None).
+    kept = turn if acc.admit_choice(number) else None
+    if kept is not None and (choice.get("logprobs") is not None or not CHOICE_KNOWN.issuperset(choice)):
+        _note_choice(kept, number, choice)
     delta = choice.get("delta")
     if delta is not None:
         if type(delta) is dict:
-            _handle_delta(acc, state, turn, number, delta, offset)
+            _handle_delta(acc, state, kept, number, delta, offset)
         else:
             state.error("unexpected shape", "'delta' is not an object", offset, choice)
     # A whole (non-streamed) response has "message" where a chunk has "delta": same fields.
@@ -111,27 +114,28 @@ def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, o
     message = choice.get("message") if delta is None else None
     if message is not None:
         if type(message) is dict:
-            _handle_delta(acc, state, turn, number, message, offset)
+            _handle_delta(acc, state, kept, number, message, offset)
         else:
             state.error("unexpected shape", "'message' is not an object", offset, choice)
     reason = choice.get("finish_reason")
     if reason is not None:
         if type(reason) is str:
-            state.finish(number, reason)
+            acc.choice_finished(number, reason)
             acc.complete(number, None)  # a finish reason closes the choice's calls
         else:
             state.error("unexpected shape", "'finish_reason' is not a string", offset, choice)
 
 
-def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn, number: int, delta: dict,
+def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn | None, number: int, delta: dict,
                   offset: int | None) -> None:
+    """Apply a choice's delta (or message): its texts and calls to the accumulator, the rest to turn (None: kept nowhere)."""
     calls = delta.get("tool_calls")
     if calls is None or len(delta) > 1:  # most deltas hold tool_calls alone: skip the text lookups
         for field, which in _TEXT_FIELDS:
             text = delta.get(field)
             if text is not None:
                 if type(text) is str:
-                    if which == TEXT_REASONING:
+                    if which == TEXT_REASONING and turn is not None:
                         record = turn.choice(number)
                         if record.reasoning_key is None:
                             record.reasoning_key = field  # given back under the name it came with
@@ -146,9 +150,10 @@ def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn, number: int, de
         legacy = delta.get("function_call")
         if legacy is not None:
             # The deprecated single-function form: one call per choice, no id, no index.
-            turn.choice(number).legacy = True
+            if turn is not None:
+                turn.choice(number).legacy = True
             _handle_function(acc, state, number, None, None, legacy, offset)
-        if not DELTA_KNOWN.issuperset(delta):
+        if turn is not None and not DELTA_KNOWN.issuperset(delta):
             merge_delta(turn.choice(number).message,
                         {key: value for key, value in delta.items() if key not in DELTA_KNOWN})
     if calls is None:
@@ -168,8 +173,8 @@ def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn, number: int, de
         if call_id is not None and type(call_id) is not str and type(call_id) is not int:
             state.error("unexpected shape", f"tool call id {call_id!r} is not a string", offset, call)
             call_id = None
-        if not CALL_KNOWN.issuperset(call) or (type(call.get("function")) is dict
-                                               and not FUNCTION_KNOWN.issuperset(call["function"])):
+        if turn is not None and (not CALL_KNOWN.issuperset(call) or (type(call.get("function")) is dict
+                                                                     and not FUNCTION_KNOWN.issuperset(call["function"]))):
             _note_call(turn, number, index, call_id, call)
         function = call.get("function")
         if function is not None:

@@ -114,7 +114,7 @@ def _end(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None
             state.error("in-band error", error_text(response["error"]), offset, obj)
         details = response.get("incomplete_details")
         reason = details.get("reason") if type(details) is dict else None
-        state.finish(0, reason if type(reason) is str else response.get("status") or kind.split(".")[1])
+        acc.choice_finished(0, reason if type(reason) is str else response.get("status") or kind.split(".")[1])
     else:
         state.complete = True
     acc.complete(None, None)

@@ -46,6 +46,20 @@ class Sink(Protocol):
         slice of the choice's text, not a second copy (a limit's cut shortens the slice).
         """
 
+    def admit_choice(self, choice: int) -> bool:
+        """Tell whether a choice may be kept (a new one counts against Limits.choices); the Result lists each one admitted.
+
+        Text, calls and a finish reason admit their choice themselves: an adapter asks for a choice
+        that said something else (only its role, fields its turn record keeps) and keeps nothing
+        of one refused.
+        """
+
+    def choice_finished(self, choice: int, reason: Any) -> None:
+        """Record a choice's finish reason (none for a choice past Limits.choices): the stream ended as it should.
+
+        Calls are not handed over by it: a format whose finish reason closes its calls says so with complete().
+        """
+
     def complete(self, choice: int | None, index: int | None) -> None:
         """Hand over the calls the protocol just closed: one (choice, index), a whole choice (index None), or all."""
 

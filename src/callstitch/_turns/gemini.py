@@ -44,6 +44,9 @@ _CITATION_LISTS = ("citationSources", "citations")
 # The events a stream's turn logs, in order: (kind, choice, content length, thought length, a, b).
 # The lengths are acc.text_length(choice, 0 / 1) before the part: where an open text run ends.
 RUN, CALL, OTHER, CALL_SIGNATURE, ENVELOPE = 0, 1, 2, 3, 4
+# Envelopes logged before they are folded: a stream whose envelope changes with every chunk (a
+# hostile one, or one of many candidates) keeps at most this many, not one per chunk.
+FOLD_AT = 64
 
 
 class GeminiTurn:
@@ -58,29 +61,76 @@ class GeminiTurn:
     envelope, nothing per text piece; the parts are joined when the turn is read.
 
     envelope: the last envelope logged (a dict, or the compiled twin's text), so that a chunk
-    repeating it logs nothing. The general path logs a RUN for every text part; the compiled twin
-    only for one that starts a run (an entry that goes on with the open run changes nothing).
+    repeating it logs nothing. A RUN entry is logged only where a run starts or is signed: one that
+    goes on with the open unsigned run changes nothing (open_run: that run's choice and kind, and
+    the log's length after its entry or an envelope's, while nothing else has been logged since; the
+    compiled twin appends part entries itself and keeps its own note).
+    folded: what the envelopes taken out of the log said (the top-level fields, and per candidate
+    a record with no parts), or None; pending: the envelopes logged since. An envelope changes
+    only fields, a part entry only parts: the two kinds commute, so folding the envelopes early
+    reads the same.
     """
 
-    __slots__ = ("log", "envelope")
+    __slots__ = ("log", "envelope", "folded", "pending", "open_run")
 
     def __init__(self) -> None:
         self.log: list[tuple] = []
         self.envelope: Any = None
+        self.folded: tuple[dict[str, Any], dict[int, GeminiCandidate]] | None = None
+        self.pending = 0
+        self.open_run: tuple[int, Any, int] = (0, None, -1)
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
         """Log a part's event, with where the choice's texts end before it."""
+        if kind == RUN and b is None and self.open_run == (choice, a, len(self.log)):
+            return
         self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
+        self.open_run = (choice, a, len(self.log)) if kind == RUN and b is None else (0, None, -1)
 
-    def take_envelope(self, obj: dict) -> None:
-        """Log a chunk's envelope (all but its parts and usageMetadata) unless it is the last one logged."""
+    def take_envelope(self, obj: dict, admitted: list[bool]) -> None:
+        """Log a chunk's envelope (all but its parts and usageMetadata) unless it is the last one logged.
+
+        admitted: per candidate, whether it is kept (Limits.choices); one that is not is logged as
+        null, which keeps the places of the others (a candidate without an index is numbered by its place).
+        """
         envelope = {key: value for key, value in obj.items() if key != "usageMetadata"}
         listed = obj.get("candidates")
         if type(listed) is list:
-            envelope["candidates"] = [_without_parts(candidate) for candidate in listed]
+            envelope["candidates"] = [_without_parts(candidate) if kept else None
+                                      for candidate, kept in zip(listed, admitted)]
         if envelope != self.envelope:
-            self.envelope = envelope
-            self.log.append((ENVELOPE, None, 0, 0, envelope, None))
+            self.log_envelope(envelope)
+
+    def log_envelope(self, envelope: Any) -> None:
+        """Log a changed envelope (a dict, or the compiled twin's text); every FOLD_AT of them, fold them."""
+        self.envelope = envelope
+        run_open = self.open_run[2] == len(self.log)
+        self.log.append((ENVELOPE, None, 0, 0, envelope, None))
+        self.pending += 1
+        if self.pending >= FOLD_AT:
+            self.fold()
+        if run_open:  # an envelope changes no part: the run stays open
+            self.open_run = (*self.open_run[:2], len(self.log))
+
+    def fold(self) -> None:
+        """Take the envelopes out of the log into folded, in order; the log keeps its part entries."""
+        fields, candidates = self.folded if self.folded is not None else ({}, {})
+        kept = []
+        for entry in self.log:
+            if entry[0] == ENVELOPE:
+                envelope = entry[4]
+                _take_envelope(fields, candidates, envelope if type(envelope) is dict else loads_exact(envelope))
+            else:
+                kept.append(entry)
+        self.log[:] = kept  # in place: the compiled twin holds the list
+        self.folded = (fields, candidates)
+        self.pending = 0
+
+
+def choice_of(candidate: dict, position: int) -> int:
+    """Return a candidate's choice number: its index, or its place in the list when it has none that is an integer."""
+    choice = candidate.get("index", position)
+    return choice if type(choice) is int else position
 
 
 def _without_parts(candidate: Any) -> Any:
@@ -108,6 +158,12 @@ class GeminiCandidate:
         self.calls = 0
         # The citation lists this record merged into, by key: its own copies, and what they hold.
         self.cited: dict[str, _Seen] = {}
+
+    def copy(self) -> GeminiCandidate:
+        """Return a record of the same fields, with no parts, for a read to add to (its lists are copied as they grow)."""
+        out = GeminiCandidate()
+        out.fields, out.content = dict(self.fields), dict(self.content)
+        return out
 
     def take(self, candidate: dict) -> None:
         """Record a candidate chunk's fields but its parts."""
@@ -172,6 +228,9 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
     """Return the top-level fields and the candidates the log of a turn says."""
     fields: dict[str, Any] = {}
     candidates: dict[int, GeminiCandidate] = {}
+    if turn is not None and turn.folded is not None:
+        fields = dict(turn.folded[0])
+        candidates = {choice: record.copy() for choice, record in turn.folded[1].items()}
     for kind, choice, length0, length1, a, b in turn.log if turn is not None else ():
         if kind == ENVELOPE:
             _take_envelope(fields, candidates, a if type(a) is dict else loads_exact(a))
@@ -206,8 +265,7 @@ def _take_envelope(fields: dict, candidates: dict, obj: dict) -> None:
     for position, candidate in enumerate(listed if type(listed) is list else ()):
         if type(candidate) is not dict:
             continue
-        choice = candidate.get("index", position)
-        choice = choice if type(choice) is int else position
+        choice = choice_of(candidate, position)
         record = candidates.get(choice)
         if record is None:
             record = candidates[choice] = GeminiCandidate()
