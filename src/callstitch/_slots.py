@@ -490,17 +490,19 @@ class SlotBook:
         that said something else (only its role, or fields its turn record keeps), so that it is
         listed too, and keeps nothing of a choice refused.
         """
+        if choice in self._choices or choice in self._texts:
+            return True
         if not self._choice_fits(choice):
             return False
-        if choice not in self._texts and choice not in self._choices:
-            self._texts[choice] = [None, None, None]  # listed, with no text (yet)
+        self._choices[choice] = ChoiceState()  # listed, with no call (yet): its first call finds it here
         return True
 
     def choice_finished(self, choice: Any, reason: Any) -> None:
         """Record a choice's finish reason (none for a choice past Limits.choices): the stream ended as it should."""
-        if self.admit_choice(choice):
-            self._state.finish_reasons[choice] = reason
-        self._state.complete = True
+        state = self._state
+        if choice in self._choices or self.admit_choice(choice):
+            state.finish_reasons[choice] = reason
+        state.complete = True
 
     def _cap(self, name: str) -> None:
         """Record, once, that a stream has more calls or choices than its limits allow."""
