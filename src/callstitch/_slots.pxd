@@ -88,6 +88,7 @@ cdef class SlotBook:
     cdef bint _choice_fits(self, object choice) except -1
     cpdef bint admit_choice(self, object choice) except -1
     cpdef choice_finished(self, object choice, object reason)
+    cpdef Py_ssize_t argument_room(self)
     cdef _cap(self, str name)
     @cython.locals(slot=Slot, t=Text)
     cpdef cut_open(self)

@@ -484,7 +484,7 @@ class SlotBook:
         return True
 
     def admit_choice(self, choice: Any) -> bool:
-        """Tell whether a choice may be kept (a new one counts against Limits.choices); the Result lists each one admitted.
+        """Tell whether a choice may be kept (a new one counts against Limits.choices); the Result lists each one kept.
 
         A choice's text, calls and finish reason admit it on their own; an adapter asks for a choice
         that said something else (only its role, or fields its turn record keeps), so that it is
@@ -496,6 +496,10 @@ class SlotBook:
             return False
         self._choices[choice] = ChoiceState()  # listed, with no call (yet): its first call finds it here
         return True
+
+    def argument_room(self) -> int:
+        """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest."""
+        return min(self._max_call, max(self._max_stream - self._kept, 0))
 
     def choice_finished(self, choice: Any, reason: Any) -> None:
         """Record a choice's finish reason (none for a choice past Limits.choices): the stream ended as it should."""

@@ -103,12 +103,7 @@ cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t
         if v[9].kind == CS_T_STR:
             acc.choice_finished(0, _span_str_v(&v[9]))
         # The turn reads the delta from the event's text when it is asked for (a non-object delta then reads as none)
-        turn = _anthropic_turn(state)
-        raw = PyBytes_FromStringAndSize(<const char *>data, n)
-        if turn.deltas is None:
-            turn.deltas = [raw]
-        else:
-            turn.deltas.append(raw)
+        _anthropic_turn(state).add_delta(PyBytes_FromStringAndSize(<const char *>data, n))
         if _is_object(&v[10]):
             _anthropic.merge_usage(state, _value(&v[10]))
         return 1

@@ -37,6 +37,7 @@ cdef int _gemini_repeat(Accumulator acc, const unsigned char *data, Py_ssize_t n
     cdef Py_ssize_t head = acc._gem_rep_head, tail = acc._gem_rep_tail
     cdef const unsigned char *end
     cdef int esc = 0
+    cdef Py_ssize_t left
     cdef cs_val piece, usage
     if n < head + tail or memcmp(data, acc._gem_rep, head) != 0:
         return 0
@@ -48,7 +49,12 @@ cdef int _gemini_repeat(Accumulator acc, const unsigned char *data, Py_ssize_t n
             or PyList_GET_SIZE(acc._gem_log) != acc._gem_logged or building.open_text != acc._gem_rep_path):
         return 0  # (_gem_env is that chunk's envelope, still the last logged: this one's needs no entry)
     piece.kind, piece.p, piece.n, piece.has_esc = CS_T_STR, data + head, end - (data + head), esc
-    building.pieces.append(_span_str_v(&piece))  # what put() does with the next piece
+    text = _span_str_v(&piece)
+    left = building.left - len(text)
+    if left < 0:
+        return 0  # the piece goes past the call's room: put() keeps it and cuts the call there
+    building.left = left
+    building.pieces.append(text)  # what put() does with the next piece
     if acc._gem_rep_usage >= 0:
         usage.kind, usage.n = CS_T_OTHER, acc._gem_rep_usage_n
         usage.p = data + acc._gem_rep_usage + (0 if acc._gem_rep_usage < head else n - acc._gem_rep_n)
@@ -183,6 +189,7 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     """Apply, in one pass, a chunk of one part with one partialArgs entry, a string; 0 when it is anything else."""
     cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
     cdef bint more, going_on
+    cdef Py_ssize_t left
     if (not cs_extract(data, n, _GEMINI_PIECE, 12, v) or not (v[4].kind & (CS_T_ABSENT | CS_T_NULL))
             or v[0].kind != CS_T_ARRAY or v[0].i != 1 or v[5].kind != CS_T_ARRAY or v[5].i != 1
             or not _is_object(&v[6]) or (v[7].kind == CS_T_STR and v[7].n) or v[8].kind != CS_T_ARRAY
@@ -200,9 +207,12 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     if going_on and not building.open_ok:
         return 0  # nothing applied yet: the general way reports it
     _gemini_envelope(acc, data, n, &v[5], &v[3])
-    if going_on:
-        building.pieces.append(_span_str_v(&v[10]))  # what put() does with the next piece
-    elif not building.put(text, "stringValue", _span_str_v(&v[10]), more):
+    piece = _span_str_v(&v[10])
+    left = building.left - len(piece) if going_on else -1
+    if left >= 0:
+        building.left = left
+        building.pieces.append(piece)  # what put() does with the next piece, while it fits in the room
+    elif not building.put(text, "stringValue", piece, more):
         call = _loads_exact((<const char *>v[6].p)[:v[6].n])
         _gemini.unusable(acc._state, call["partialArgs"][0], acc._data_offset, call)
     if v[3].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):

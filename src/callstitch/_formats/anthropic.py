@@ -113,11 +113,7 @@ def message_delta(acc: Sink, state: StreamState, delta: Any, usage: Any) -> None
 
 def note_delta(state: StreamState, delta: Any) -> None:
     """Keep a message_delta's delta object (or its JSON text) for the turn."""
-    turn = state.turn or turn_of(state)
-    if turn.deltas is None:
-        turn.deltas = [delta]
-    else:
-        turn.deltas.append(delta)
+    (state.turn or turn_of(state)).add_delta(delta)
 
 
 def start_block(acc: Sink, state: StreamState, index: int, block: dict, offset: int | None) -> None:

@@ -148,7 +148,7 @@ def start_call(acc: Sink, state: StreamState, choice: int, name: str, call_id: A
     close_open(acc, state, choice)
     if streamed:
         notes: State = state.notes
-        notes.open[choice] = Builder(name, call_id if type(call_id) is str else None)
+        notes.open[choice] = Builder(name, call_id if type(call_id) is str else None, acc.argument_room())
     else:
         _emit(acc, choice, call_id, name, args)
 
@@ -209,15 +209,23 @@ class Builder:
 
     A string continued over several entries is gathered in ``pieces`` and written into the
     arguments when it closes (or when anything else comes): the compiled twin appends the
-    pieces of a continued string to that list itself. Its interface with the compiled twin:
-    ``open_text``, ``open_ok``, ``pieces`` and ``put``.
+    pieces of a continued string to that list itself, while they fit in ``left``. Its interface
+    with the compiled twin: ``open_text``, ``open_ok``, ``pieces``, ``left`` and ``put``.
+
+    The arguments are held here until the call closes, so the limits bound them here: ``left``
+    is what the accumulator's room for a call (Limits.call_bytes, or what Limits.stream_bytes has
+    left) still allows, in characters of the values. The value that goes past it is kept and
+    nothing after it: the call's text is then longer than the room, so the accumulator cuts it
+    there, as it cuts any call that reaches a limit.
     """
 
-    __slots__ = ("name", "id", "root", "open_path", "open_text", "open_ok", "pieces")
+    __slots__ = ("name", "id", "root", "open_path", "open_text", "open_ok", "pieces", "left", "over")
 
-    def __init__(self, name: str, call_id: str | None) -> None:
+    def __init__(self, name: str, call_id: str | None, room: int) -> None:
         self.name = name
         self.id = call_id
+        self.left = room
+        self.over = False  # a value went past the room: nothing more is kept
         self.root: dict = {}
         self.open_path: tuple | None = None  # the string still being continued …
         self.open_text: str | None = None    # … its jsonPath as sent …
@@ -235,6 +243,8 @@ class Builder:
 
     def put(self, text: str, key: str, value: Any, more: bool) -> bool:
         """Apply a typed value (key: stringValue, numberValue …) at the JSON path text; False when unusable."""
+        if self.over:
+            return True  # past the room: the call is cut there, whatever comes after
         path = _PATHS.get(text)
         if path is None:
             path = _parse_path(text)
@@ -244,6 +254,9 @@ class Builder:
                 _PATHS.clear()
             _PATHS[text] = path
         string = key == "stringValue" and type(value) is str
+        self.left -= len(value) if string else len(_serialise(value))
+        if self.left < 0:
+            self.over = True
         if self.open_path is not None:
             if string and path == self.open_path:  # the next piece of the open string
                 self.pieces.append(value)

@@ -128,7 +128,7 @@ def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, o
 
 def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn | None, number: int, delta: dict,
                   offset: int | None) -> None:
-    """Apply a choice's delta (or message): its texts and calls to the accumulator, the rest to turn (None: kept nowhere)."""
+    """Apply a choice's delta (or message): texts and calls to the accumulator, the rest to turn (None: not kept)."""
     calls = delta.get("tool_calls")
     if calls is None or len(delta) > 1:  # most deltas hold tool_calls alone: skip the text lookups
         for field, which in _TEXT_FIELDS:
@@ -173,10 +173,10 @@ def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn | None, number: 
         if call_id is not None and type(call_id) is not str and type(call_id) is not int:
             state.error("unexpected shape", f"tool call id {call_id!r} is not a string", offset, call)
             call_id = None
-        if turn is not None and (not CALL_KNOWN.issuperset(call) or (type(call.get("function")) is dict
-                                                                     and not FUNCTION_KNOWN.issuperset(call["function"]))):
-            _note_call(turn, number, index, call_id, call)
         function = call.get("function")
+        if turn is not None and (not CALL_KNOWN.issuperset(call)
+                                 or (type(function) is dict and not FUNCTION_KNOWN.issuperset(function))):
+            _note_call(turn, number, index, call_id, call)
         if function is not None:
             _handle_function(acc, state, number, index, call_id, function, offset)
         elif call.get("custom") is not None or call.get("type") == "custom":

@@ -47,11 +47,18 @@ class Sink(Protocol):
         """
 
     def admit_choice(self, choice: int) -> bool:
-        """Tell whether a choice may be kept (a new one counts against Limits.choices); the Result lists each one admitted.
+        """Tell whether a choice may be kept (a new one counts against Limits.choices); the Result lists each one kept.
 
         Text, calls and a finish reason admit their choice themselves: an adapter asks for a choice
         that said something else (only its role, fields its turn record keeps) and keeps nothing
         of one refused.
+        """
+
+    def argument_room(self) -> int:
+        """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest.
+
+        An adapter that holds a call's arguments itself until the call closes (Vertex AI's
+        partialArgs) holds no more than this: a call longer than it is cut when handed over.
         """
 
     def choice_finished(self, choice: int, reason: Any) -> None:

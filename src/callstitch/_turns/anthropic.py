@@ -72,6 +72,9 @@ def which_of(kind: Any) -> int:
     return _WHICH.get(kind, -1) if type(kind) is str else -1
 
 
+FOLD_AT = 64  # message_delta objects kept before they are folded into one (a stream sends one)
+
+
 class AnthropicTurn:
     """What an Anthropic stream said besides its calls and texts.
 
@@ -136,6 +139,15 @@ class AnthropicTurn:
         if block is not None:
             block.spans.append([at, -1])
         self.open[which] = block
+
+    def add_delta(self, delta: Any) -> None:
+        """Keep a message_delta's delta (or its event's text); every FOLD_AT of them, fold them into one object."""
+        if self.deltas is None:
+            self.deltas = [delta]
+            return
+        self.deltas.append(delta)
+        if len(self.deltas) >= FOLD_AT:  # a stream that repeats message_delta must not be held event by event
+            self.deltas = [self.delta_fields()]
 
     def delta_fields(self) -> dict:
         """Return the message_delta fields, later ones over earlier."""

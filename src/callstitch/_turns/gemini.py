@@ -160,7 +160,7 @@ class GeminiCandidate:
         self.cited: dict[str, _Seen] = {}
 
     def copy(self) -> GeminiCandidate:
-        """Return a record of the same fields, with no parts, for a read to add to (its lists are copied as they grow)."""
+        """Return a record of the same fields and no parts, for a read to add to (lists are copied as they grow)."""
         out = GeminiCandidate()
         out.fields, out.content = dict(self.fields), dict(self.content)
         return out

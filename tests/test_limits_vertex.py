@@ -1,0 +1,86 @@
+"""Vertex AI's streamed arguments (partialArgs), held by the adapter until the call closes, are bounded there.
+
+Before: the pieces of a streamed string piled up in the call's builder whatever the limits (20 MB
+held with Limits(call_bytes=10000)), and were cut only when the call was handed over. Now the
+builder keeps no more than the accumulator's room for a call, and a call that goes past it is
+cut as any call is; one that fits comes through whole, on either side of the limit.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import orjson
+import pytest
+
+from callstitch import Limits
+from _streams import dumps
+
+
+def _event(obj: dict) -> bytes:
+    return b"data: " + dumps(obj) + b"\r\n\r\n"
+
+
+def _part(call: dict, text: str | None = None) -> bytes:
+    parts = ([{"text": text}] if text else []) + [{"functionCall": call}]
+    return _event({"candidates": [{"content": {"role": "model", "parts": parts}}]})
+
+
+def vertex_call(pieces: list[str], text: str | None = None) -> bytes:
+    """A streamed call: its name, the string at $.a in pieces, its close, then the finish."""
+    out = [_part({"name": "f", "willContinue": True}, text)]
+    out += [_part({"partialArgs": [{"jsonPath": "$.a", "stringValue": piece, "willContinue": True}],
+                   "willContinue": True}) for piece in pieces]
+    out.append(_part({"partialArgs": [{"jsonPath": "$.a", "stringValue": "", "willContinue": False}],
+                      "willContinue": True}))
+    out.append(_part({}))
+    out.append(_event({"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP"}]}))
+    return b"".join(out)
+
+
+def _limit_errors(result) -> list[str]:
+    return [e.detail for e in result.errors if e.kind == "limit"]
+
+
+def test_a_streamed_call_past_the_limit_is_not_held(impl):
+    acc = impl.Accumulator(format="gemini", limits=Limits(call_bytes=10_000))
+    piece = vertex_call(["x" * 1000] * 3).split(b"\r\n\r\n")[1] + b"\r\n\r\n"
+    tracemalloc.start()
+    acc.feed(vertex_call([]).split(b"\r\n\r\n")[0] + b"\r\n\r\n")
+    for _ in range(5_000):  # 5 MB of one string
+        acc.feed(piece)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    result = acc.finalize()
+    (call,) = result.tool_calls
+    assert call.arguments is None and call.error.kind == "truncated"
+    assert _limit_errors(result) == ["Limits.call_bytes (10000) exceeded by tool call None ('f'); the rest of its "
+                                     "arguments is dropped"]
+    assert peak < 1 << 20, peak
+
+
+@pytest.mark.parametrize("pieces", [["ab"] * 50, ["x" * 700, "y" * 300], ["é" * 40, "z"]])
+def test_a_call_that_fits_is_whole_and_one_byte_less_cuts_it(both, pieces):
+    body = vertex_call(pieces)
+    size = len(orjson.dumps({"a": "".join(pieces)}))
+    for impl in both:
+        whole = impl.reassemble(body, format="gemini", limits=Limits(call_bytes=size))
+        assert whole.tool_calls[0].arguments == {"a": "".join(pieces)} and not whole.errors
+        cut = impl.reassemble(body, format="gemini", limits=Limits(call_bytes=size - 1))
+        assert cut.tool_calls[0].arguments is None and cut.tool_calls[0].error.kind == "truncated"
+        assert _limit_errors(cut)
+        # cut, never altered: what it keeps is the start of the arguments' text
+        assert orjson.dumps({"a": "".join(pieces)}).decode().startswith(cut.tool_calls[0].raw_arguments or "")
+    results = [impl.reassemble(body, format="gemini", limits=Limits(call_bytes=size - 1)) for impl in both]
+    assert results[0] == results[1]
+
+
+def test_the_stream_budget_left_bounds_a_streamed_call(both):
+    text = "t" * 3000  # message text spends the stream's budget before the call starts
+    body = vertex_call(["x" * 500] * 10, text=text)
+    results = [impl.reassemble(body, format="gemini", limits=Limits(stream_bytes=5000)) for impl in both]
+    assert results[0] == results[1]
+    (call,) = results[0].tool_calls
+    assert call.arguments is None and call.error.kind == "truncated"
+    assert results[0].text == text
+    assert any("Limits.stream_bytes (5000)" in detail for detail in _limit_errors(results[0]))
