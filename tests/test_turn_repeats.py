@@ -50,7 +50,7 @@ def test_a_gemini_envelope_that_changes_with_every_chunk_is_folded(impl):
         return b"data: " + dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]},
                                                   "safetyRatings": [{"k": k}]}], "modelVersion": "g"}) + b"\r\n\r\n"
     sizes = []
-    for n in (500, 5000):
+    for n in (3000, 30000):  # (FOLD_AT is 1024)
         result = impl.reassemble(b"".join(chunk(k) for k in range(n)), format="gemini")
         sizes.append(len(pickle.dumps(result._turn)))
         (candidate,) = result.to_response()["candidates"]
@@ -81,7 +81,7 @@ def test_repeating_any_event_of_a_capture_grows_the_turn_no_more_than_its_respon
     few, many = (_turn_and_response(impl, b"".join(events[:i] + [events[i]] * k + events[i + 1:])) for k in (20, 400))
     turn_growth, response_growth = many[0] - few[0], many[1] - few[1]
     if response_growth < 1000:  # the repeats add nothing to the response: nor may they to the turn, but for
-        # the events it holds before it folds them (FOLD_AT)
+        # the events it holds before it folds them (FOLD_AT: 64 message_deltas, 1024 Gemini envelopes)
         assert turn_growth <= 64 * len(events[i]) + 1000, (few, many)
     else:  # they add blocks, parts …: the turn may hold them its own way (a block's start as its event's text)
         assert turn_growth <= 4 * response_growth + 400 * len(events[i]), (few, many)

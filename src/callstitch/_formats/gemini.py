@@ -174,7 +174,14 @@ def close_open(acc: Sink, state: StreamState, choice: int) -> None:
     notes: State = state.notes
     building = notes.open.pop(choice, None)
     if building is not None:
-        _emit(acc, choice, building.id, building.name, building.text())
+        text = building.text()
+        if building.left < 0 and len(text) <= building.room:
+            # Values set twice at one path went past the room though the text did not: the call is
+            # cut all the same (its text a prefix that does not parse), and the limit said.
+            state.error("limit", f"the streamed arguments of tool call {building.id!r} ({building.name!r}) went "
+                                 f"past {building.room} bytes (Limits.call_bytes, or what Limits.stream_bytes "
+                                 "had left); the rest of them is dropped", None)
+        _emit(acc, choice, building.id, building.name, text)
 
 
 def take_open(state: StreamState) -> list[tuple[int, str | None, str]]:
@@ -219,13 +226,13 @@ class Builder:
     there, as it cuts any call that reaches a limit.
     """
 
-    __slots__ = ("name", "id", "root", "open_path", "open_text", "open_ok", "pieces", "left", "over")
+    __slots__ = ("name", "id", "root", "open_path", "open_text", "open_ok", "pieces", "room", "left")
 
     def __init__(self, name: str, call_id: str | None, room: int) -> None:
         self.name = name
         self.id = call_id
-        self.left = room
-        self.over = False  # a value went past the room: nothing more is kept
+        self.room = room
+        self.left = room  # below 0: a value went past the room, and nothing more is kept
         self.root: dict = {}
         self.open_path: tuple | None = None  # the string still being continued …
         self.open_text: str | None = None    # … its jsonPath as sent …
@@ -243,7 +250,8 @@ class Builder:
 
     def put(self, text: str, key: str, value: Any, more: bool) -> bool:
         """Apply a typed value (key: stringValue, numberValue …) at the JSON path text; False when unusable."""
-        if self.over:
+        left = self.left
+        if left < 0:
             return True  # past the room: the call is cut there, whatever comes after
         path = _PATHS.get(text)
         if path is None:
@@ -254,9 +262,9 @@ class Builder:
                 _PATHS.clear()
             _PATHS[text] = path
         string = key == "stringValue" and type(value) is str
-        self.left -= len(value) if string else len(_serialise(value))
-        if self.left < 0:
-            self.over = True
+        kind = type(value)
+        self.left = left - (len(value) if string else 3 if kind is float or kind is bool or value is None
+                            else _least_length(value))
         if self.open_path is not None:
             if string and path == self.open_path:  # the next piece of the open string
                 self.pieces.append(value)
@@ -280,15 +288,27 @@ class Builder:
             self.open_path = self.open_text = None
 
     def text(self) -> bytes:
-        """Return the arguments as JSON; cut inside the string when it was still being continued."""
+        """Return the arguments as JSON; cut inside the string when it was still being continued, or past the room."""
         if self.open_path is None:
-            return _serialise(self.root)
+            data = _serialise(self.root)
+            # Past the room, the text must read as cut: a value set twice at one path may have
+            # taken the room though the text stayed within it.
+            return data[:-1] if self.left < 0 and len(data) <= self.room else data
         self.pieces.append(_CUT)
         self._flush()
         data = _serialise(self.root)
         # The stream ended inside a string value: keep what came, and let it read as truncated.
         cut = data.find(_CUT_JSON)
         return data if cut < 0 else data[:cut]
+
+
+def _least_length(value: Any) -> int:
+    """Return at most the length of a value's JSON text, cheaply: a streamed call is cut only past its room."""
+    if type(value) is int:
+        return (value.bit_length() - 1) * 3 // 10 + 1  # (log10 2 > 0.3: no more digits than it has)
+    if type(value) is float or type(value) is bool or value is None:
+        return 3
+    return len(_serialise(value))
 
 
 def _serialise(value: Any) -> bytes:

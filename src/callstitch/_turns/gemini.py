@@ -45,8 +45,9 @@ _CITATION_LISTS = ("citationSources", "citations")
 # The lengths are acc.text_length(choice, 0 / 1) before the part: where an open text run ends.
 RUN, CALL, OTHER, CALL_SIGNATURE, ENVELOPE = 0, 1, 2, 3, 4
 # Envelopes logged before they are folded: a stream whose envelope changes with every chunk (a
-# hostile one, or one of many candidates) keeps at most this many, not one per chunk.
-FOLD_AT = 64
+# hostile one, or one of many candidates) keeps at most this many, not one per chunk. Folding
+# parses them, which a stream read for its calls only never needs: a real stream never gets here.
+FOLD_AT = 1024
 
 
 class GeminiTurn:
