@@ -436,3 +436,25 @@ def test_an_envelope_field_first_sent_late_is_kept(both, late, on):
     assert got[0] == got[1]
     assert got[0][late] == values[late]
     assert got[0]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == "{\"a\":1}"
+
+
+@pytest.mark.parametrize("first_index", [1, -1, 7])
+def test_a_calls_extras_are_kept_whatever_index_the_provider_counts_from(both, first_index):
+    # Before: a later piece's extras (Gemini's thought signature via its OpenAI endpoint), sent
+    # without the call's id, were kept by the index as sent and looked for by the call's position
+    # in its choice: lost for a provider counting from 1 (or -1) unless the first piece had extras too.
+    signature = {"google": {"thought_signature": "SIG"}}
+    calls = [[{"index": first_index + k, "id": f"call_{k}", "type": "function",
+               "function": {"name": "f", "arguments": ""}}] for k in range(2)]
+    later = [[{"index": first_index + k, "function": {"arguments": "{}"}, "extra_content": signature}]
+             for k in range(2)]
+    no_id = [[{"index": first_index + 2, "type": "function", "function": {"name": "g", "arguments": "{"},
+               "x_first": 1}], [{"index": first_index + 2, "function": {"arguments": "}"}, "x_later": 2}]]
+    body = sse(*[chunk_obj([choice_obj({"tool_calls": c})]) for c in calls + later + no_id],
+               chunk_obj([choice_obj({}, finish_reason="tool_calls")]))
+    for impl in both:
+        got = impl.reassemble(body).to_response()["choices"][0]["message"]["tool_calls"]
+        assert [c.get("extra_content") for c in got] == [signature, signature, None]
+        assert (got[2]["x_first"], got[2]["x_later"]) == (1, 2)
+        message = impl.reassemble(body).to_message()
+        assert [c.get("extra_content") for c in message["tool_calls"]] == [signature, signature, None]

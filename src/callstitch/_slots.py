@@ -497,6 +497,17 @@ class SlotBook:
         self._choices[choice] = ChoiceState()  # listed, with no call (yet): its first call finds it here
         return True
 
+    def call_at(self, choice: Any, index: Any) -> tuple[Any, int] | None:
+        """Return the id (or None) and the position in its choice of the call a piece just went to; None if none.
+
+        index: the piece's protocol index, or None for a piece without one (it went to the latest call).
+        """
+        cs = self._choices.get(choice)
+        if cs is None:
+            return None
+        slot = cs.latest if index is None else cs.by_index.get(index)
+        return None if slot is None else (slot.id, slot.position)
+
     def argument_room(self) -> int:
         """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest."""
         return min(self._max_call, max(self._max_stream - self._kept, 0))

@@ -174,35 +174,36 @@ def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn | None, number: 
             state.error("unexpected shape", f"tool call id {call_id!r} is not a string", offset, call)
             call_id = None
         function = call.get("function")
-        if turn is not None and (not CALL_KNOWN.issuperset(call)
-                                 or (type(function) is dict and not FUNCTION_KNOWN.issuperset(function))):
-            _note_call(turn, number, index, call_id, call)
         if function is not None:
             _handle_function(acc, state, number, index, call_id, function, offset)
         elif call.get("custom") is not None or call.get("type") == "custom":
             _handle_custom(acc, state, number, index, call_id, call.get("custom"), offset)
         else:
             acc.fragment(number, index, call_id, None, None)
+        if turn is not None and (not CALL_KNOWN.issuperset(call)
+                                 or (type(function) is dict and not FUNCTION_KNOWN.issuperset(function))):
+            _note_call(acc, turn, number, index, call)  # after the piece: its call is known by then
 
 
-def _note_call(turn: ChatTurn, number: int, index: Any, call_id: Any, call: dict) -> None:
-    """Note a tool call's keys callstitch does not read, merged as the SDK merges a call's pieces."""
+def _note_call(acc: Sink, turn: ChatTurn, number: int, index: Any, call: dict) -> None:
+    """Note a tool call's keys callstitch does not read, merged as the SDK merges a call's pieces.
+
+    They are kept by the call's id or, while it has none, its position in the choice (a later
+    piece without the id adds to them, as the SDK merges by index): what the accumulator says
+    of the call the piece went to, whatever index the provider counts from.
+    """
     extras = {key: value for key, value in call.items() if key not in CALL_KNOWN}
     function = call.get("function")
     if type(function) is dict:
         inner = {key: value for key, value in function.items() if key not in FUNCTION_KNOWN}
         if inner:
             extras["function"] = inner
-    if extras:
+    known = acc.call_at(number, index) if extras else None
+    if known is not None:  # (None: a limit refused the call, which keeps nothing)
+        call_id, position = known
         record = turn.choice(number)
-        if call_id is not None:
-            if index is not None:
-                record.ids[index] = call_id  # later pieces of this call may come without the id
-            key = ("id", call_id)
-        else:  # a later piece: the record of the call its index came with, as the SDK merges by index
-            known = record.ids.get(index)
-            key = ("id", known) if known is not None else ("index", index)
-        merge_delta(record.calls.setdefault(key, {}), extras)
+        merge_delta(record.calls.setdefault(("id", call_id) if call_id is not None else ("position", position), {}),
+                    extras)
 
 
 def _handle_function(acc: Sink, state: StreamState, number: int, index: Any, call_id: Any, function: Any,

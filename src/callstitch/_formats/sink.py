@@ -54,6 +54,13 @@ class Sink(Protocol):
         of one refused.
         """
 
+    def call_at(self, choice: int, index: int | None) -> tuple[Any, int] | None:
+        """Return the id (or None) and the position in its choice of the call a piece just went to; None if none.
+
+        index: the piece's protocol index, or None for a piece without one. A turn keys what it keeps
+        of a call by these, whatever index the provider counts from.
+        """
+
     def argument_room(self) -> int:
         """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest.
 

@@ -37,13 +37,12 @@ class ChoiceTurn:
     keys later chunks add); message: the delta's unknown keys (annotations, audio, …), merged as
     the SDK merges deltas; reasoning_key: "reasoning_content" or "reasoning", whichever the
     server sent first; logprobs: the choice's logprobs, content and refusal lists concatenated;
-    calls: each call's unknown keys (``extra_content`` with Gemini's thought signature …), by the
-    call's id or, without one, its index as sent; ids: the id of the call each index last came
-    with (among the pieces with unknown keys), so that a later piece of it without its id adds to
-    its record; legacy: the calls came as the deprecated ``function_call``.
+    calls: each call's unknown keys (``extra_content`` with Gemini's thought signature …), by
+    ("id", the call's id) or, while it had none, ("position", its position in the choice);
+    legacy: the calls came as the deprecated ``function_call``.
     """
 
-    __slots__ = ("extras", "message", "reasoning_key", "logprobs", "calls", "ids", "legacy")
+    __slots__ = ("extras", "message", "reasoning_key", "logprobs", "calls", "legacy")
 
     def __init__(self) -> None:
         self.extras: dict[str, Any] = {}
@@ -51,7 +50,6 @@ class ChoiceTurn:
         self.reasoning_key: str | None = None
         self.logprobs: dict[str, Any] | None = None
         self.calls: dict[Any, dict[str, Any]] = {}
-        self.ids: dict[Any, Any] = {}
         self.legacy = False
 
     def __getstate__(self) -> tuple:
@@ -325,7 +323,7 @@ def _call(call: Any, record: ChoiceTurn | None) -> dict[str, Any]:
         out = {"id": call.id, "type": "function",
                "function": {"name": call.name, "arguments": call.raw_arguments}}
     if record is not None and record.calls:
-        for extras in (record.calls.get(("id", call.id)), record.calls.get(("index", call.index))):
+        for extras in (record.calls.get(("id", call.id)), record.calls.get(("position", call.index))):
             if not extras:
                 continue
             for key, value in extras.items():
