@@ -17,6 +17,8 @@ import pytest
 
 from _streams import dumps
 
+from callstitch import Limits
+
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 
 
@@ -70,10 +72,29 @@ def _repeats():
                 marks = []
                 server_tool = path.name.startswith("bedrock__pydantic-ai__converse-server-tool")
                 if server_tool and b'"delta":{"toolUse"' in event:
-                    # A server tool's input pieces are kept as sent (the response shows their complete part),
-                    # outside Limits.stream_bytes: the turn's own bytes are not yet counted against it.
-                    marks = [pytest.mark.xfail(strict=True, reason="a server tool's input is not bounded yet")]
+                    # A server tool's input pieces are kept as sent, repeats too (within Limits.stream_bytes:
+                    # test_a_server_tools_input_is_kept_within_the_stream_budget); its response shows their
+                    # complete part, which a repeat does not grow.
+                    marks = [pytest.mark.xfail(strict=True, reason="a server tool's input is kept as sent")]
                 yield pytest.param(events, i, id=f"{path.stem}-{i}", marks=marks)
+
+
+def test_a_server_tools_input_is_kept_within_the_stream_budget(impl):
+    # A server tool's input is the turn's own (not a call's arguments): before, its pieces were kept
+    # whatever Limits.stream_bytes said. Now they spend the stream's budget, and past it the input
+    # keeps nothing more, reading as far as it came whole.
+    path = CAPTURES / "bedrock__pydantic-ai__converse-server-tool-then-client-tool.sse"
+    events = [e + b"\n\n" for e in path.read_bytes().replace(b"\r\n", b"\n").split(b"\n\n") if e.strip()]
+    body = b"".join(events[:2] + [events[2]] * 20_000 + events[3:])
+    whole = impl.reassemble(b"".join(events))
+    result = impl.reassemble(body, limits=Limits(stream_bytes=4000))
+    assert len(pickle.dumps(result._turn)) < 20_000
+    assert [e.detail[:30] for e in result.errors if e.kind == "limit"] == ["Limits.stream_bytes (4000) exc"]
+    server = [b for b in result.to_response()["output"]["message"]["content"] if "toolUse" in b]
+    assert server[0] == [b for b in whole.to_response()["output"]["message"]["content"] if "toolUse" in b][0]
+    # The budget is the stream's: the client call after it finds it spent, and is cut (never altered).
+    (call,) = result.tool_calls
+    assert (call.name, call.arguments, call.error.kind) == (whole.tool_calls[0].name, None, "truncated")
 
 
 @pytest.mark.parametrize("events, i", _repeats())

@@ -46,7 +46,7 @@ class Limits:
     call_bytes: int | None = 64 * MiB
     """Argument bytes of one call; the rest of that call's arguments are dropped."""
     stream_bytes: int | None = 256 * MiB
-    """Argument and message-text bytes kept for the whole stream."""
+    """Argument and message-text bytes kept for the whole stream, and a server tool's input the turn keeps."""
     calls: int | None = 4096
     """Tool calls in one stream; fragments of further calls are dropped."""
     choices: int | None = 128

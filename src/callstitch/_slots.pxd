@@ -89,6 +89,7 @@ cdef class SlotBook:
     cpdef bint admit_choice(self, object choice) except -1
     cpdef choice_finished(self, object choice, object reason)
     cpdef Py_ssize_t argument_room(self)
+    cpdef bint spend(self, Py_ssize_t size) except -1
     @cython.locals(cs=ChoiceState, slot=Slot)
     cpdef object call_at(self, object choice, object index)
     cdef _cap(self, str name)

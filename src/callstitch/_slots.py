@@ -508,6 +508,17 @@ class SlotBook:
         slot = cs.latest if index is None else cs.by_index.get(index)
         return None if slot is None else (slot.id, slot.position)
 
+    def spend(self, size: int) -> bool:
+        """Count size bytes the turn keeps of its own (a server tool's input) against Limits.stream_bytes; False: over.
+
+        Over the limit, the limit is reported once and the caller keeps nothing more of that field.
+        """
+        if self._stream_over(size):
+            self._budget_spent()
+            return False
+        self._kept += size
+        return True
+
     def argument_room(self) -> int:
         """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest."""
         return min(self._max_call, max(self._max_stream - self._kept, 0))

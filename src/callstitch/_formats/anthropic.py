@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .inband import error_text
 from .._text import compact_json
 from .._turns.anthropic import AnthropicTurn, which_of
+from .._turns.partial_json import keep_input_piece
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
     from .._state import StreamState
@@ -58,7 +59,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
                     notes.streamed.add(index)
                 acc.fragment(0, index, None, None, text)
             elif type(text) is str:
-                _server_input(state, index, text)
+                _server_input(acc, state, index, text)
         else:
             _block_delta(acc, state, index, delta, offset, obj)
     elif kind == "content_block_start":
@@ -183,7 +184,7 @@ def _misdirected(state: StreamState, turn: AnthropicTurn, index: int, block: Any
     return target
 
 
-def _server_input(state: StreamState, index: int, text: str) -> None:
+def _server_input(acc: Sink, state: StreamState, index: int, text: str) -> None:
     """Keep an input piece of a block that carries an input but is not a client call (server_tool_use, mcp_tool_use …)."""
     turn = state.turn
     if turn is None:
@@ -191,9 +192,7 @@ def _server_input(state: StreamState, index: int, text: str) -> None:
     turn.settle()
     block = turn.by_index.get(index)
     if block is not None and "input" in block.start_object():
-        if block.pieces is None:
-            block.pieces = []
-        block.pieces.append(text)
+        keep_input_piece(acc, block, text)
 
 
 def start_tool(acc: Sink, state: StreamState, index: int, call_id: Any, name: Any, initial: Any) -> None:

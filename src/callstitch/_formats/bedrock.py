@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._turns import bedrock as _turn
+from .._turns.partial_json import keep_input_piece
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
     from .._state import StreamState
@@ -74,10 +75,7 @@ def _block_delta(acc: Sink, state: StreamState, turn: Any, body: dict, offset: i
         if index in notes.tools:
             acc.fragment(0, index, None, None, tool.get("input"))
         elif type(tool.get("input")) is str:  # a server tool's input: the turn keeps it
-            block = turn.block(index)
-            if block.pieces is None:  # appended in place: a new list per piece would cost n squared
-                block.pieces = []
-            block.pieces.append(tool["input"])
+            keep_input_piece(acc, turn.block(index), tool["input"])
         return
     text = delta.get("text")
     if type(text) is str:

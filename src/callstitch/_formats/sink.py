@@ -61,6 +61,12 @@ class Sink(Protocol):
         of a call by these, whatever index the provider counts from.
         """
 
+    def spend(self, size: int) -> bool:
+        """Count size bytes the turn keeps of its own (a server tool's input) against Limits.stream_bytes; False: over.
+
+        Over the limit, the limit is reported once and the caller keeps nothing more of that field.
+        """
+
     def argument_room(self) -> int:
         """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest.
 

@@ -24,6 +24,24 @@ class _Cut(Exception):
         self.partial = partial
 
 
+def keep_input_piece(acc: Any, block: Any, text: str) -> None:
+    """Keep a piece of a tool input the turn holds as sent (block.pieces), within Limits.stream_bytes.
+
+    A piece that does not fit cuts the input there: the pieces become a tuple, which keeps nothing
+    more, and the input reads as far as it came whole (complete_part), never with a hole.
+    """
+    pieces = block.pieces
+    if type(pieces) is tuple:
+        return
+    if not acc.spend(len(text)):
+        block.pieces = tuple(pieces or ())
+        return
+    if pieces is None:
+        block.pieces = [text]
+    else:
+        pieces.append(text)  # in place: a new list per piece would cost n squared
+
+
 def complete_part(text: str) -> Any:
     """Return the value of text's complete part; None when not even the start of a value came whole."""
     try:
