@@ -18,6 +18,7 @@ import pytest
 
 import callstitch
 from callstitch import Limits
+from callstitch._tee import Tee
 from _streams import DONE, dumps
 
 LIMIT = 3
@@ -133,3 +134,19 @@ def test_the_cli_keeps_only_the_choices_within_the_limit(tmp_path):
                             "--max-choices", str(LIMIT), "-j", "1", "--quiet"],
                            capture_output=True, text=True, timeout=120)
     assert sorted(json.loads(line)["choice"] for line in calls.stdout.splitlines()) == list(range(LIMIT))
+
+
+def test_tee_keeps_only_the_choices_within_the_limit(impl):
+    # A gateway's tap, on each twin: on_call gets the calls of the choices kept, the result lists only those.
+    seen: list = []
+    tap = Tee([chat_body(20)], "openai-chat", seen.append,
+              accumulator=impl.Accumulator(format="openai-chat", limits=Limits(choices=LIMIT)))
+    assert b"".join(tap) == chat_body(20)  # the stream itself passes through whole
+    assert [c.index for c in tap.result.choices] == list(range(LIMIT))
+    assert sorted(call.choice for call in seen) == list(range(LIMIT))
+
+
+def test_callstitch_tee_passes_its_limits_on():
+    tap = callstitch.tee([chat_body(20)], format="openai-chat", limits=Limits(choices=LIMIT))
+    assert b"".join(tap) == chat_body(20)
+    assert [c.index for c in tap.result.choices] == list(range(LIMIT))

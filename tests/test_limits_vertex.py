@@ -84,3 +84,21 @@ def test_the_stream_budget_left_bounds_a_streamed_call(both):
     assert call.arguments is None and call.error.kind == "truncated"
     assert results[0].text == text
     assert any("Limits.stream_bytes (5000)" in detail for detail in _limit_errors(results[0]))
+
+
+def test_values_set_twice_past_the_room_cut_the_call_all_the_same(both):
+    # The room counts what came, not what the text keeps: a string set again and again at one
+    # path goes past it though the text stays small. The call is then cut (never given whole with
+    # the values after the room dropped), and the limit is said.
+    entries = [_part({"partialArgs": [{"jsonPath": "$.a", "stringValue": ch * 1000}], "willContinue": True})
+               for ch in "abcdefghijklmnopqrst"]
+    body = b"".join([_part({"name": "f", "willContinue": True}), *entries, _part({}),
+                     _event({"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP"}]})])
+    results = [impl.reassemble(body, format="gemini", limits=Limits(call_bytes=10_000)) for impl in both]
+    assert results[0] == results[1]
+    (call,) = results[0].tool_calls
+    assert call.arguments is None and call.error.kind == "truncated"
+    assert orjson.dumps({"a": "k" * 1000}).decode().startswith(call.raw_arguments)  # the value that went past
+    assert any("went past 10000 bytes" in detail for detail in _limit_errors(results[0]))
+    unlimited = both[0].reassemble(body, format="gemini")
+    assert unlimited.tool_calls[0].arguments == {"a": "t" * 1000}

@@ -97,6 +97,22 @@ def test_a_server_tools_input_is_kept_within_the_stream_budget(impl):
     assert (call.name, call.arguments, call.error.kind) == (whole.tool_calls[0].name, None, "truncated")
 
 
+def test_an_anthropic_server_tools_input_is_kept_within_the_stream_budget(impl):
+    path = CAPTURES / "anthropic__pydantic-ai__server-tool-then-client-tool.sse"
+    events = [e + b"\n\n" for e in path.read_bytes().replace(b"\r\n", b"\n").split(b"\n\n") if e.strip()]
+    piece = next(i for i, e in enumerate(events) if b'"partial_json":"USD"' in e)
+    body = b"".join(events[:piece] + [events[piece]] * 20_000 + events[piece + 1:])
+
+    def server_input(result) -> dict:
+        (block,) = [b for b in result.to_response()["content"] if b["type"] == "server_tool_use"]
+        return block["input"]
+    assert server_input(impl.reassemble(body))["query"].startswith("USD" * 20_000)
+    result = impl.reassemble(body, limits=Limits(stream_bytes=5000))
+    assert len(pickle.dumps(result._turn)) < 30_000
+    assert [e.detail[:30] for e in result.errors if e.kind == "limit"] == ["Limits.stream_bytes (5000) exc"]
+    assert server_input(result) == {}  # cut inside its only string: nothing of it came whole
+
+
 @pytest.mark.parametrize("events, i", _repeats())
 def test_repeating_any_event_of_a_capture_grows_the_turn_no_more_than_its_response(impl, events, i):
     few, many = (_turn_and_response(impl, b"".join(events[:i] + [events[i]] * k + events[i + 1:])) for k in (20, 400))

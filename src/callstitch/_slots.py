@@ -521,14 +521,16 @@ class SlotBook:
 
     def argument_room(self) -> int:
         """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest."""
+        # Never less than the room the call finds when it is handed over (a holder of more than this
+        # cuts what it holds, and the call must then be cut there too): the compiled twin's calls
+        # kept as sent (_lazy_bound, an upper bound) are left out, and _kept only grows.
         return min(self._max_call, max(self._max_stream - self._kept, 0))
 
     def choice_finished(self, choice: Any, reason: Any) -> None:
         """Record a choice's finish reason (none for a choice past Limits.choices): the stream ended as it should."""
-        state = self._state
-        if choice in self._choices or self.admit_choice(choice):
-            state.finish_reasons[choice] = reason
-        state.complete = True
+        if self.admit_choice(choice):
+            self._state.finish_reasons[choice] = reason
+        self._state.complete = True
 
     def _cap(self, name: str) -> None:
         """Record, once, that a stream has more calls or choices than its limits allow."""

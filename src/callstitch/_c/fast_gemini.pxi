@@ -104,6 +104,7 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     if nparts < 0 or not _gemini_locate(nparts, part_at, part_len, parts, part_entries, entries, entry_at, entry_len):
         return 0
     choice = v[1].i if v[1].kind == CS_T_INT else 0
+    # (a look in the dict first: nearly every chunk is of a candidate kept already)
     if v[0].kind == CS_T_ARRAY and v[0].i == 1 and choice not in acc._choices and not acc.admit_choice(choice):
         return 0  # a candidate past Limits.choices: the general way skips its parts (asking again changes nothing)
     _gemini_envelope(acc, data, n, &v[3], &v[4])

@@ -262,9 +262,7 @@ class Builder:
                 _PATHS.clear()
             _PATHS[text] = path
         string = key == "stringValue" and type(value) is str
-        kind = type(value)
-        self.left = left - (len(value) if string else 3 if kind is float or kind is bool or value is None
-                            else _least_length(value))
+        self.left = left - (len(value) if string else _least_length(value))
         if self.open_path is not None:
             if string and path == self.open_path:  # the next piece of the open string
                 self.pieces.append(value)

@@ -110,8 +110,9 @@ class GeminiTurn:
         self.pending += 1
         if self.pending >= FOLD_AT:
             self.fold()
-        if run_open:  # an envelope changes no part: the run stays open
-            self.open_run = (*self.open_run[:2], len(self.log))
+        # An envelope changes no part: an open run stays open. A note of a run no longer open is
+        # dropped, so that a log shrunk by the fold cannot happen to match its length again.
+        self.open_run = (*self.open_run[:2], len(self.log)) if run_open else (0, None, -1)
 
     def fold(self) -> None:
         """Take the envelopes out of the log into folded, in order; the log keeps its part entries."""
