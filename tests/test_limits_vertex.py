@@ -102,3 +102,41 @@ def test_values_set_twice_past_the_room_cut_the_call_all_the_same(both):
     assert any("went past 10000 bytes" in detail for detail in _limit_errors(results[0]))
     unlimited = both[0].reassemble(body, format="gemini")
     assert unlimited.tool_calls[0].arguments == {"a": "t" * 1000}
+
+
+def _indexed_call(path: str, value: str) -> bytes:
+    """A streamed call with one value, at path, then its close and the finish."""
+    return b"".join([_part({"name": "f", "willContinue": True}),
+                     _part({"partialArgs": [{"jsonPath": path, "stringValue": value}], "willContinue": True}),
+                     _part({}),
+                     _event({"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP"}]})])
+
+
+def test_an_index_far_past_a_lists_end_is_charged_not_allocated(both):
+    # One 40-byte entry naming index 10**8 would have padded a list with 10**8 nulls (0.8 GB)
+    # whatever the limits; the nulls are charged against the call's room first, as the text they make.
+    body = _indexed_call("$.a[100000000]", "x")
+    results = []
+    for impl in both:
+        tracemalloc.start()
+        result = impl.reassemble(body, format="gemini", limits=Limits(call_bytes=10_000))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 1 << 20, peak
+        results.append(result)
+    assert results[0] == results[1]
+    (call,) = results[0].tool_calls
+    assert call.arguments is None and call.error.kind == "truncated"
+    assert any("went past 10000 bytes" in detail for detail in _limit_errors(results[0]))
+    default = [impl.reassemble(body, format="gemini") for impl in both]  # the default room: 64 MiB
+    assert default[0] == default[1] and default[0].tool_calls[0].error.kind == "truncated"
+
+
+def test_a_padded_list_that_fits_is_whole(both):
+    body = _indexed_call("$.a[3]", "x")
+    size = len(b'{"a":[null,null,null,"x"]}')
+    for impl in both:  # the nulls are charged no more than the text they make
+        whole = impl.reassemble(body, format="gemini", limits=Limits(call_bytes=size))
+        assert whole.tool_calls[0].arguments == {"a": [None, None, None, "x"]} and not whole.errors
+        cut = impl.reassemble(body, format="gemini", limits=Limits(call_bytes=size - 1))
+        assert cut.tool_calls[0].error.kind == "truncated"

@@ -272,7 +272,12 @@ class Builder:
             self._flush()
         if key == "nullValue":
             value = None
-        ok = _set(self.root, path, value)
+        padded = _set(self.root, path, value, max(self.left, 0))
+        if padded == PAST_ROOM:
+            self.left = -1  # the nulls before the value would not fit: the call is cut before it
+            return True
+        self.left -= padded * _NULL_SIZE
+        ok = padded >= 0
         if string and more:
             self.open_path, self.open_text, self.open_ok = path, text, ok
         return ok
@@ -281,7 +286,7 @@ class Builder:
         """Write the open string's pending pieces into root, and close it."""
         if self.open_path is not None:
             if self.pieces:
-                _set(self.root, self.open_path, _get(self.root, self.open_path) + "".join(self.pieces))
+                _set(self.root, self.open_path, _get(self.root, self.open_path) + "".join(self.pieces), 0)
                 self.pieces = []
             self.open_path = self.open_text = None
 
@@ -317,6 +322,10 @@ def _serialise(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 
+# What _set returns besides a count of nulls padded; the least text a padded null takes ("null,").
+UNUSABLE, PAST_ROOM = -1, -2
+_NULL_SIZE = 5
+
 # Paths already parsed (the same few come again and again), up to a bound.
 _PATHS: dict[str, tuple] = {}
 _PATHS_KEPT = 4096
@@ -346,23 +355,36 @@ def _get(root: Any, path: tuple) -> Any:
     return root if type(root) is str else ""
 
 
-def _set(root: Any, path: tuple, value: Any) -> bool:
-    """Set value at path in root, making the objects and lists on the way; False when the path cannot be."""
-    node = root
+def _set(root: dict, path: tuple, value: Any, room: int) -> int:
+    """Set value at path in root, making the objects and lists on the way.
+
+    Return how many nulls it padded lists with (an index past a list's end), UNUSABLE when the
+    path cannot be, or PAST_ROOM (nothing set) when the padding would take more than room
+    characters of the text (each null at least "null,"): one small entry may name index 10**9.
+    """
+    if len(path) == 1 and type(path[0]) is str:  # most paths are a key of the arguments' object ($.city)
+        root[path[0]] = value
+        return 0
+    node: Any = root
+    padded = 0
     last = len(path) - 1
     for i, key in enumerate(path):
         if type(key) is int:
             if type(node) is not list:
-                return False
-            while len(node) <= key:
-                node.append(None)
+                return UNUSABLE
+            missing = key + 1 - len(node)
+            if missing > 0:
+                padded += missing
+                if padded * _NULL_SIZE > room:
+                    return PAST_ROOM
+                node.extend([None] * missing)
         elif type(node) is not dict:
-            return False
+            return UNUSABLE
         if i == last:
             node[key] = value
-            return True
+            return padded
         child = node[key] if type(key) is int else node.get(key)
         if child is None:
             child = node[key] = [] if type(path[i + 1]) is int else {}
         node = child
-    return False
+    return UNUSABLE

@@ -48,6 +48,7 @@ RUN, CALL, OTHER, CALL_SIGNATURE, ENVELOPE = 0, 1, 2, 3, 4
 # hostile one, or one of many candidates) keeps at most this many, not one per chunk. Folding
 # parses them, which a stream read for its calls only never needs: a real stream never gets here.
 FOLD_AT = 1024
+_NO_RUN = (0, None, -1)  # GeminiTurn.open_run when no unsigned text run is open
 
 
 class GeminiTurn:
@@ -79,14 +80,14 @@ class GeminiTurn:
         self.envelope: Any = None
         self.folded: tuple[dict[str, Any], dict[int, GeminiCandidate]] | None = None
         self.pending = 0
-        self.open_run: tuple[int, Any, int] = (0, None, -1)
+        self.open_run: tuple[int, Any, int] = _NO_RUN
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
         """Log a part's event, with where the choice's texts end before it."""
         if kind == RUN and b is None and self.open_run == (choice, a, len(self.log)):
             return
         self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
-        self.open_run = (choice, a, len(self.log)) if kind == RUN and b is None else (0, None, -1)
+        self.open_run = (choice, a, len(self.log)) if kind == RUN and b is None else _NO_RUN
 
     def take_envelope(self, obj: dict, admitted: list[bool]) -> None:
         """Log a chunk's envelope (all but its parts and usageMetadata) unless it is the last one logged.
@@ -105,14 +106,19 @@ class GeminiTurn:
     def log_envelope(self, envelope: Any) -> None:
         """Log a changed envelope (a dict, or the compiled twin's text); every FOLD_AT of them, fold them."""
         self.envelope = envelope
-        run_open = self.open_run[2] == len(self.log)
-        self.log.append((ENVELOPE, None, 0, 0, envelope, None))
+        log = self.log
+        choice, kind, at = self.open_run
+        run_open = at == len(log)
+        log.append((ENVELOPE, None, 0, 0, envelope, None))
         self.pending += 1
         if self.pending >= FOLD_AT:
             self.fold()
         # An envelope changes no part: an open run stays open. A note of a run no longer open is
         # dropped, so that a log shrunk by the fold cannot happen to match its length again.
-        self.open_run = (*self.open_run[:2], len(self.log)) if run_open else (0, None, -1)
+        if run_open:
+            self.open_run = (choice, kind, len(log))
+        elif at >= 0:
+            self.open_run = _NO_RUN
 
     def fold(self) -> None:
         """Take the envelopes out of the log into folded, in order; the log keeps its part entries."""
