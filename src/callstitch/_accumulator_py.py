@@ -352,6 +352,7 @@ class Accumulator(SlotBook):
                         return
                 elif not delta and self._ends_choice(chunk, choices, choice, number):
                     return
+        self._state.event_size = len(payload)
         _openai_chat.handle_chunk(self, self._state, chunk, offset)
 
     def _continues_call(self, payload: bytes, long_run: bool | None, chunk: dict, choices: Any, choice: Any,

@@ -46,7 +46,8 @@ class Limits:
     call_bytes: int | None = 64 * MiB
     """Argument bytes of one call; the rest of that call's arguments are dropped."""
     stream_bytes: int | None = 256 * MiB
-    """Argument and message-text bytes kept for the whole stream, and a server tool's input the turn keeps."""
+    """Argument and message-text bytes kept for the whole stream, and a server tool's input the turn keeps;
+    apart, against the same number, the bytes of the events whose other fields the turn keeps (logprobs, citations …)."""
     calls: int | None = 4096
     """Tool calls in one stream; fragments of further calls are dropped."""
     choices: int | None = 128
@@ -117,6 +118,13 @@ def stream_full(state: Any, limit: int) -> None:
     """Record that the stream's byte budget ran out."""
     state.error("limit", f"{describe('stream_bytes', limit)} exceeded; each call or text that reached it is cut "
                          f"there (a call reads as truncated), and only what still fits is kept after it", None)
+
+
+def own_full(state: Any, limit: int, offset: int | None) -> None:
+    """Record that the turn's own fields (logprobs, citations, tool results …) ran out of their byte budget."""
+    state.error("limit", f"{describe('stream_bytes', limit)} exceeded by the events whose fields the turn keeps "
+                         "besides calls and texts (logprobs, citations, tool results, fields callstitch does not "
+                         "read); from this event on, the turn keeps none of them", offset)
 
 
 def too_many(state: Any, name: str, limit: int) -> None:

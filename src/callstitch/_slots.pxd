@@ -53,6 +53,8 @@ cdef class SlotBook:
     cdef bint _full
     cdef bint _dropped
     cdef set _capped
+    cdef Py_ssize_t _own_kept
+    cdef bint _own_full
     cdef Py_ssize_t _nchoices
     cdef Py_ssize_t _wholes
     cdef bint _fed

@@ -19,10 +19,10 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call,
                         one_choice_result, parses, raise_first_error)
 from ._formats.recognition import unrecognised
-from ._limits import CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, call_cut, stream_full, too_many
+from ._limits import CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, call_cut, own_full, stream_full, too_many
 from ._results import Result, ToolCall
 from ._state import StreamState, finalized
-from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate
+from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate, json_size
 
 __all__ = ["ChoiceState", "Slot", "SlotBook", "Text", "new_slot"]
 
@@ -135,6 +135,8 @@ class SlotBook:
     _full: bool
     _dropped: bool
     _capped: set[str] | None
+    _own_kept: int
+    _own_full: bool
     _nchoices: int
     _wholes: int
     _fed: bool
@@ -158,6 +160,10 @@ class SlotBook:
         # An event was dropped (Limits.event_bytes): no text is kept after it, nor a call that starts without its name.
         self._dropped = False
         self._capped = None  # the limits on calls and choices already reported, once one is
+        # The bytes of the events whose fields the turn keeps of its own (keep_own), against
+        # Limits.stream_bytes apart from calls and texts; past it, none more is kept.
+        self._own_kept = 0
+        self._own_full = False
         self._nchoices = 0  # choices met, by their calls or their texts, against Limits.choices
         self._wholes = 0  # calls that arrived whole as text: each is keyed -1, -2, … (no protocol index is)
         self._fed = False  # a byte has been fed (an empty body is reported as one)
@@ -517,6 +523,30 @@ class SlotBook:
             self._budget_spent()
             return False
         self._kept += size
+        return True
+
+    def keep_own(self, kept: Any) -> bool:
+        """Tell whether the turn may keep kept, a field of its own of the event being handled (Limits.stream_bytes).
+
+        The turn's own fields are counted apart from calls and texts (so that they take nothing
+        from them), as the bytes of the events they came in: an event's size is counted once, by
+        its first field asked (an event fed as an object has each field's JSON measured instead).
+        Past the budget the limit is reported once, and the turn keeps none of its own fields
+        from then on: they read as far as the budget went, never with a hole.
+        """
+        if self._own_full:
+            return False
+        state = self._state
+        size = state.event_size
+        if size < 0:
+            size = json_size(kept)
+        else:
+            state.event_size = 0  # counted: the event's other fields are free
+        if self._own_kept + size > self._max_stream:
+            self._own_full = True
+            own_full(state, self._max_stream, None)
+            return False
+        self._own_kept += size
         return True
 
     def argument_room(self) -> int:

@@ -15,7 +15,7 @@ class StreamState:
 
     __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "framer",
                  "head", "event_limit", "ended", "error_limit", "errors_over", "errors_over_from",
-                 "recognised", "misnamed", "stray", "first_event", "turn")
+                 "recognised", "misnamed", "stray", "first_event", "turn", "event_size")
 
     def __init__(self, format: str) -> None:
         self.format = format
@@ -48,6 +48,9 @@ class StreamState:
         # What the turn holds besides calls and texts (ids, model, block order, signatures …), in the
         # format's own record (_turns/<format>.py); None until the format's adapter makes it.
         self.turn: Any = None
+        # The bytes of the event being handled, until the turn counts them for a field of its own
+        # (Sink.keep_own, against Limits.stream_bytes: then 0); -1 for an event fed as an object.
+        self.event_size = 0
 
     def error(self, kind: str, detail: str, offset: int | None, data: Any = None) -> None:
         """Record a problem met in the stream."""

@@ -87,6 +87,14 @@ def compact_json(value: Any) -> bytes:
     return _compact_deep(value)
 
 
+def json_size(value: Any) -> int:
+    """Return the length of value's JSON text (of its repr, for a value JSON cannot write): a field's size, for a budget."""
+    try:
+        return len(compact_json(value))
+    except (TypeError, ValueError):  # (orjson's errors are both; a key that is no string, say)
+        return len(repr(value))
+
+
 _END = object()
 
 

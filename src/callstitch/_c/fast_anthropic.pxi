@@ -103,7 +103,8 @@ cdef int _anthropic_event(Accumulator acc, const unsigned char *data, Py_ssize_t
         if v[9].kind == CS_T_STR:
             acc.choice_finished(0, _span_str_v(&v[9]))
         # The turn reads the delta from the event's text when it is asked for (a non-object delta then reads as none)
-        _anthropic_turn(state).add_delta(PyBytes_FromStringAndSize(<const char *>data, n))
+        state.event_size = n  # (what _dispatch.handle_event notes of every event it is given)
+        _anthropic.note_delta(acc, state, PyBytes_FromStringAndSize(<const char *>data, n))
         if _is_object(&v[10]):
             _anthropic.merge_usage(state, _value(&v[10]))
         return 1

@@ -13,14 +13,6 @@ cdef object _responses_turn(Accumulator acc):
     return turn
 
 
-cdef Py_ssize_t _responses_text_len(Accumulator acc, int which):
-    """Return the length of choice 0's text which so far (as acc.text_length(0, which) does)."""
-    cdef list texts = acc._texts.get(0)
-    if texts is None or texts[which] is None:
-        return 0
-    return len((<Text>texts[which]).buf)
-
-
 cdef int _responses_fast(Accumulator acc, const unsigned char *data, Py_ssize_t n) except -1:
     """Apply an OpenAI Responses event in place as _responses.handle does; 0 sends it the general way."""
     cdef cs_val v[12]  # what the extractor finds: a local, so that the Accumulator stays small (its class says why)
@@ -70,8 +62,8 @@ cdef inline bint _responses_kept(Accumulator acc, const cs_val *v, const unsigne
             &v[0], "response.reasoning_summary_part.added", 37) or _is(
             &v[0], "response.reasoning_summary_part.done", 36):
         # Where a part's text starts or ends in the choice's text: the turn keeps the event as sent.
-        _responses_turn(acc).parts.append([PyBytes_FromStringAndSize(<const char *>data, n), _responses_text_len(
-            acc, 0), _responses_text_len(acc, 1), _responses_text_len(acc, 2)])
+        acc._state.event_size = n  # (what _dispatch.handle_event notes of every event it is given)
+        _responses_turn(acc).part(acc, PyBytes_FromStringAndSize(<const char *>data, n))
         return True
     return False
 
@@ -87,10 +79,11 @@ cdef int _responses_item(Accumulator acc, const cs_val *v, const unsigned char *
             return 0  # an escaped type is read the general way
         # A message, reasoning, a server tool: no call; the turn keeps the event as sent.
         turn = _responses_turn(acc)
+        acc._state.event_size = n  # (what _dispatch.handle_event notes of every event it is given)
         if v[0].n == 25:
-            turn.done.append(PyBytes_FromStringAndSize(<const char *>data, n))
+            turn.item_done(acc, PyBytes_FromStringAndSize(<const char *>data, n))
         else:
-            turn.added.append([PyBytes_FromStringAndSize(<const char *>data, n), None])
+            turn.item_added(acc, PyBytes_FromStringAndSize(<const char *>data, n), None)
         return 1
     if v[0].n != 25 or v[4].kind != CS_T_STR or v[4].n == 0:
         return 0  # registering a call: the general way
@@ -99,7 +92,8 @@ cdef int _responses_item(Accumulator acc, const cs_val *v, const unsigned char *
         return 0  # (a call still without its id or name: the general way takes them from the done item)
     acc._complete_slot(slot)
     # The done item, as the adapter keeps it: read only if the turn is asked for and no end event has it.
-    _responses_turn(acc).done.append(PyBytes_FromStringAndSize(<const char *>data, n))
+    acc._state.event_size = n  # (what _dispatch.handle_event notes of every event it is given)
+    _responses_turn(acc).item_done(acc, PyBytes_FromStringAndSize(<const char *>data, n))
     return 1
 
 

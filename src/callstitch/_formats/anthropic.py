@@ -108,13 +108,14 @@ def message_delta(acc: Sink, state: StreamState, delta: Any, usage: Any) -> None
     """The message's closing fields: the stop reason (which ends the calls), stop_sequence, container …, usage."""
     if type(delta) is dict and type(delta.get("stop_reason")) is str:
         acc.choice_finished(0, delta["stop_reason"])
-    note_delta(state, delta)  # kept as sent: a delta that is not an object reads as none
+    note_delta(acc, state, delta)  # kept as sent: a delta that is not an object reads as none
     merge_usage(state, usage)
 
 
-def note_delta(state: StreamState, delta: Any) -> None:
-    """Keep a message_delta's delta object (or its JSON text) for the turn."""
-    (state.turn or turn_of(state)).add_delta(delta)
+def note_delta(acc: Sink, state: StreamState, delta: Any) -> None:
+    """Keep a message_delta's delta object (or its event's JSON text) for the turn, within Limits.stream_bytes."""
+    if acc.keep_own(delta):
+        (state.turn or turn_of(state)).add_delta(delta)
 
 
 def start_block(acc: Sink, state: StreamState, index: int, block: dict, offset: int | None) -> None:
@@ -155,7 +156,7 @@ def _block_delta(acc: Sink, state: StreamState, index: int, delta: dict, offset:
             return
         if dtype == "signature_delta" and block.which == 1 and "signature" in delta:
             block.signature = delta["signature"]
-        elif dtype == "citations_delta" and block.which == 0 and "citation" in delta:
+        elif dtype == "citations_delta" and block.which == 0 and "citation" in delta and acc.keep_own(delta):
             if block.citations is None:
                 block.citations = []
             block.citations.append(delta["citation"])

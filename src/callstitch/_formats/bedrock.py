@@ -88,9 +88,9 @@ def _block_delta(acc: Sink, state: StreamState, turn: Any, body: dict, offset: i
             if turn.reasoning_open != index:
                 turn.attend(1, index, acc.text_length(0, 1))
             acc.text_piece(0, 1, reasoning["text"])
-        if "signature" in reasoning or "redactedContent" in reasoning:
+        if ("signature" in reasoning or "redactedContent" in reasoning) and acc.keep_own(reasoning):
             _turn.note_reasoning(turn.block(index), reasoning)
-    elif type(text) is not str:
+    elif type(text) is not str and acc.keep_own(delta):
         _turn.note_other(turn.block(index), delta)
 
 
@@ -127,7 +127,8 @@ def _block_stop(acc: Sink, state: StreamState, turn: Any, body: dict, offset: in
 
 def _message_stop(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """messageStop: the stop reason; every call is complete."""
-    turn.stop.update(body)
+    if acc.keep_own(body):
+        turn.stop.update(body)
     reason = body.get("stopReason")
     if type(reason) is str:
         acc.choice_finished(0, reason)
@@ -138,7 +139,8 @@ def _message_stop(acc: Sink, state: StreamState, turn: Any, body: dict, offset: 
 
 def _metadata(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """metadata: usage and metrics, for the turn."""
-    turn.metadata.update(body)
+    if acc.keep_own(body):
+        turn.metadata.update(body)
     if body.get("usage") is not None:
         state.usage = body["usage"]
 

@@ -50,7 +50,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
         acc.fragment(0, index, call_id if type(call_id) in (str, int) else None,
                       name if type(name) is str else None, function.get("arguments"))
     elif kind == "content-delta":
-        if obj.get("logprobs") is not None:
+        if obj.get("logprobs") is not None and acc.keep_own(obj["logprobs"]):
             if turn.logprobs is None:
                 turn.logprobs = []
             turn.logprobs.append(obj["logprobs"])
@@ -93,7 +93,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
 def _citation(acc: Sink, turn: Any, obj: dict) -> None:
     message = _message(obj)
     citation = message.get("citations") if type(message) is dict else None
-    if citation is not None:
+    if citation is not None and acc.keep_own(citation):
         turn.citations.append(citation)
 
 

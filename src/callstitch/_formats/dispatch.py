@@ -95,6 +95,7 @@ def handle_event(acc: Sink, state: StreamState, event: str | None, data: bytes, 
     long_run: whether data holds a run of digits an integer beyond 64 bits needs, when the caller
     has looked (the compiled twin, in C); None to look here (_exactjson.loads_exact).
     """
+    state.event_size = len(data)
     if event is None and state.format == "openai-chat" and data[:1] == b"{":
         try:
             obj = orjson.loads(data)
@@ -169,6 +170,7 @@ def handle_object(acc: Sink, state: StreamState, obj: Any) -> None:
                 raise TypeError(f"feed_chunk() takes a dict, JSON text or an object with model_dump(), "
                                 f"not {type(obj).__name__}")
             obj = dump()
+    state.event_size = -1  # no bytes to count: each field the turn keeps of it is measured
     handle_parsed(acc, state, None, obj, None)
 
 

@@ -29,7 +29,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
     if turn is None:
         turn = state.turn = new_turn(obj)
     logprobs = obj.get("logprobs")
-    if type(logprobs) is list:  # Ollama's own answer joins every line's
+    if type(logprobs) is list and acc.keep_own(logprobs):  # Ollama's own answer joins every line's
         if turn[LOGPROBS] is None:
             turn[LOGPROBS] = []
         turn[LOGPROBS].extend(logprobs)

@@ -40,7 +40,7 @@ def handle_chunk(acc: Sink, state: StreamState, chunk: Any, offset: int | None) 
     turn = state.turn
     if turn is None:
         turn = state.turn = ChatTurn()
-    _note_envelope(turn, chunk)
+    _note_envelope(acc, turn, chunk)
     choices = chunk.get("choices")
     if choices:
         if type(choices) is not list:
@@ -55,7 +55,7 @@ def handle_chunk(acc: Sink, state: StreamState, chunk: Any, offset: int | None) 
         state.usage = usage
 
 
-def _note_envelope(turn: ChatTurn, chunk: dict) -> None:
+def _note_envelope(acc: Sink, turn: ChatTurn, chunk: dict) -> None:
     """Note the chunk's top-level fields: the first value of each, extras gaining keys (see ChatTurn)."""
     # Azure's content-filter chunks have an empty "object" (and id, model, created 0): the SDK skips
     # them; their extras (prompt_filter_results) are the response's, their envelope is not.
@@ -73,7 +73,8 @@ def _note_envelope(turn: ChatTurn, chunk: dict) -> None:
             continue
         bit = ENVELOPE.get(key)
         if bit is None:
-            keep_first(turn.envelope, key, value)
+            if acc.keep_own(value):
+                keep_first(turn.envelope, key, value)
         elif envelope_too and not turn.have & bit:
             turn.envelope[key] = value
             turn.have |= bit
@@ -100,7 +101,8 @@ def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, o
     # A choice past Limits.choices keeps nothing: the accumulator refuses its text, calls and
     # finish reason, and it gets no turn record (kept None).
     kept = turn if acc.admit_choice(number) else None
-    if kept is not None and (choice.get("logprobs") is not None or not CHOICE_KNOWN.issuperset(choice)):
+    if (kept is not None and (choice.get("logprobs") is not None or not CHOICE_KNOWN.issuperset(choice))
+            and acc.keep_own(choice)):
         _note_choice(kept, number, choice)
     delta = choice.get("delta")
     if delta is not None:
@@ -142,7 +144,8 @@ def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn | None, number: 
                         elif record.reasoning_key != field and type(delta.get(record.reasoning_key)) is str:
                             # The same reasoning under both names (a server or proxy sends the old and
                             # the new): the choice's is the first name's; this one is kept as sent.
-                            merge_delta(record.message, {field: text})
+                            if acc.keep_own(text):
+                                merge_delta(record.message, {field: text})
                             continue
                     acc.text_piece(number, which, text)
                 else:
@@ -154,8 +157,9 @@ def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn | None, number: 
                 turn.choice(number).legacy = True
             _handle_function(acc, state, number, None, None, legacy, offset)
         if turn is not None and not DELTA_KNOWN.issuperset(delta):
-            merge_delta(turn.choice(number).message,
-                        {key: value for key, value in delta.items() if key not in DELTA_KNOWN})
+            unknown = {key: value for key, value in delta.items() if key not in DELTA_KNOWN}
+            if acc.keep_own(unknown):
+                merge_delta(turn.choice(number).message, unknown)
     if calls is None:
         return
     if type(calls) is not list:
@@ -199,7 +203,7 @@ def _note_call(acc: Sink, turn: ChatTurn, number: int, index: Any, call: dict) -
         if inner:
             extras["function"] = inner
     known = acc.call_at(number, index) if extras else None
-    if known is not None:  # (None: a limit refused the call, which keeps nothing)
+    if known is not None and acc.keep_own(extras):  # (None: a limit refused the call, which keeps nothing)
         call_id, position = known
         record = turn.choice(number)
         merge_delta(record.calls.setdefault(("id", call_id) if call_id is not None else ("position", position), {}),

@@ -77,9 +77,9 @@ def _output_item(acc: Sink, state: StreamState, kind: str, obj: dict, offset: in
     # The turn keeps the event as the compiled twin does, read only when the turn is asked for.
     turn = state.turn or keep_turn(state)
     if done:
-        turn.done.append(obj)
+        turn.item_done(acc, obj)
     else:
-        turn.added.append([obj, slot])
+        turn.item_added(acc, obj, slot)
 
 
 def _arguments_done(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:

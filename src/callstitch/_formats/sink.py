@@ -67,6 +67,14 @@ class Sink(Protocol):
         Over the limit, the limit is reported once and the caller keeps nothing more of that field.
         """
 
+    def keep_own(self, kept: Any) -> bool:
+        """Tell whether the turn may keep kept, a field of its own of the event being handled (Limits.stream_bytes).
+
+        Its own: not a call, a text or a server tool's input (spend), but logprobs, citations, tool
+        results, fields callstitch does not read. The event's size is counted once, by its first
+        field asked; past the budget the turn keeps none of its own fields from then on.
+        """
+
     def argument_room(self) -> int:
         """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest.
 

@@ -60,7 +60,22 @@ class ResponsesTurn:
 
     def part(self, acc: Any, event: dict | bytes) -> None:
         """Keep a part's added or done event with the lengths of the texts, where its text starts or ends."""
-        self.parts.append([event, acc.text_length(0, 0), acc.text_length(0, 1), acc.text_length(0, 2)])
+        if acc.keep_own(event):
+            self.parts.append([event, acc.text_length(0, 0), acc.text_length(0, 1), acc.text_length(0, 2)])
+
+    def item_added(self, acc: Any, event: dict | bytes, slot: int | None) -> None:
+        """Keep an output item's added event; slot: its call's, or None for an item that is no call.
+
+        A call's is kept whatever the budget (the call is in the result, cut or whole, and the
+        output lists it); another item past Limits.stream_bytes is not listed.
+        """
+        if slot is not None or acc.keep_own(event):
+            self.added.append([event, slot])
+
+    def item_done(self, acc: Any, event: dict | bytes) -> None:
+        """Keep an output item's done event, within Limits.stream_bytes (past it, the item reads as streamed)."""
+        if acc.keep_own(event):
+            self.done.append(event)
 
 
 def _read(kept: dict | bytes) -> Any:
@@ -158,21 +173,24 @@ def _streamed_item(result: Any, item: dict, slot: int | None, parts: list[_Part]
                 item["input" if kind == "custom_tool_call" else "arguments"] = call.raw_arguments
                 break
         return item
+    # The parts by their index (content_index, summary_index): placed in order, not padded up to
+    # it (a hostile index of 10**9 would make a list of that many nulls).
+    placed: dict[str, dict[int, Any]] = {}
     for noted in parts:
         part = noted.part
         field = _PART_FIELD.get(part.get("type"))  # type: ignore[arg-type]
         if not noted.done and noted.which is not None and field is not None:
             part = dict(part)
             part[field] = texts[noted.which][noted.start:noted.end].decode("utf-8", "replace")
-        listed = item.get(noted.field)
-        if type(listed) is not list:
-            listed = item[noted.field] = []
-        while len(listed) <= noted.index:
-            listed.append(None)
-        listed[noted.index] = part
+        placed.setdefault(noted.field, {})[noted.index] = part
     for field in ("content", "summary"):
-        if parts and type(item.get(field)) is list:
-            item[field] = [part for part in item[field] if part is not None]
+        listed = item.get(field)
+        if field in placed:
+            by_index = dict(enumerate(listed)) if type(listed) is list else {}
+            by_index.update(placed[field])
+            listed = item[field] = [by_index[index] for index in sorted(by_index)]
+        if parts and type(listed) is list:
+            item[field] = [part for part in listed if part is not None]
     return item
 
 

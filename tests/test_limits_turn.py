@@ -1,0 +1,267 @@
+"""The turn's own fields that grow with the stream are bounded by Limits.stream_bytes, counted apart.
+
+Logprobs, citations, tool results, items and parts, changed envelopes, fields callstitch does not
+read: before, the turn kept every one a stream sent, whatever the limits (a stream repeating a
+citation grew the turn by the event, without end). Now each event whose fields the turn keeps is
+counted (its size, once) against Limits.stream_bytes apart from calls and texts, which it takes
+nothing from; past the budget the turn keeps none of its own fields after it, the limit said once.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from _streams import dumps
+
+import callstitch
+from callstitch import Limits
+from callstitch._tee import Tee
+
+BUDGET = 20_000
+REPEATS = 8_000
+
+
+def _sse(obj: dict, name: str | None = None) -> bytes:
+    return (f"event: {name}\n".encode() if name else b"") + b"data: " + dumps(obj) + b"\n\n"
+
+
+def _chat_logprobs(k: int) -> bytes:
+    token = {"token": "a", "logprob": -0.5, "bytes": [97], "top_logprobs": []}
+    return _sse({"id": "c", "choices": [{"index": 0, "delta": {"content": "a"}, "logprobs": {"content": [token]}}]})
+
+
+def _chat_unknown(k: int) -> bytes:
+    return _sse({"id": "c", "choices": [{"index": 0, "delta": {"audio": {"data": f"QUJD{k:06d}"}}}]})
+
+
+_CHAT_HEAD = _sse({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+    {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}}]})
+_CHAT_TAIL = _sse({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}) + b"data: [DONE]\n\n"
+
+
+def _responses_item(k: int) -> bytes:
+    item = {"type": "web_search_call", "id": f"ws_{k}", "status": "completed",
+            "action": {"type": "search", "query": "weather in Paris today"}}
+    return _sse({"type": "response.output_item.done", "output_index": k + 1, "item": item},
+                "response.output_item.done")
+
+
+_CALL_ITEM = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": ""}
+_RESPONSES_HEAD = b"".join([
+    _sse({"type": "response.created", "response": {"id": "r", "object": "response", "status": "in_progress"}},
+         "response.created"),
+    _sse({"type": "response.output_item.added", "output_index": 0, "item": _CALL_ITEM}, "response.output_item.added"),
+    _sse({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
+          "delta": '{"a": 1}'}, "response.function_call_arguments.delta"),
+    _sse({"type": "response.output_item.done", "output_index": 0, "item": {**_CALL_ITEM, "arguments": '{"a": 1}'}},
+         "response.output_item.done")])
+_RESPONSES_TAIL = _sse({"type": "response.completed", "response": {"id": "r", "object": "response",
+                                                                 "status": "completed"}}, "response.completed")
+
+
+def _anthropic_citation(k: int) -> bytes:
+    citation = {"type": "web_search_result_location", "url": f"https://example.com/{k}", "title": "t",
+                "cited_text": "the text it cites", "encrypted_index": "Eo8BCioIAhgBIiQ"}
+    return _sse({"type": "content_block_delta", "index": 1,
+                 "delta": {"type": "citations_delta", "citation": citation}}, "content_block_delta")
+
+
+def _anthropic_delta(k: int) -> bytes:
+    return _sse({"type": "message_delta", "delta": {"stop_reason": "tool_use", f"k{k}": k}}, "message_delta")
+
+
+_ANTHROPIC_HEAD = b"".join([
+    _sse({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [],
+                                               "model": "c"}}, "message_start"),
+    _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1",
+                                                                       "name": "f", "input": {}}},
+         "content_block_start"),
+    _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta",
+                                                               "partial_json": '{"a": 1}'}}, "content_block_delta"),
+    _sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+    _sse({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+         "content_block_start"),
+    _sse({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Paris"}},
+         "content_block_delta")])
+_ANTHROPIC_TAIL = b"".join([
+    _sse({"type": "content_block_stop", "index": 1}, "content_block_stop"),
+    _sse({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}},
+         "message_delta"),
+    _sse({"type": "message_stop"}, "message_stop")])
+
+
+def _gemini_citation(k: int) -> bytes:
+    candidate = {"content": {"role": "model", "parts": [{"text": "x"}]},
+                 "citationMetadata": {"citations": [{"startIndex": k, "endIndex": k + 1, "uri": "https://e.com"}]}}
+    return _sse({"candidates": [candidate], "modelVersion": "g"})
+
+
+_GEMINI_HEAD = _sse({"candidates": [{"content": {"role": "model", "parts": [
+    {"functionCall": {"name": "f", "args": {"a": 1}}}]}}], "modelVersion": "g"})
+_GEMINI_TAIL = _sse({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
+                     "modelVersion": "g"})
+
+
+def _bedrock_citation(k: int) -> bytes:
+    citation = {"title": "t", "location": {"documentChar": {"documentIndex": 0, "start": k, "end": k + 1}}}
+    return _sse({"contentBlockIndex": 1, "delta": {"citation": citation}, "p": "abc"}, "contentBlockDelta")
+
+
+def _bedrock_redacted(k: int) -> bytes:
+    return _sse({"contentBlockIndex": 1, "delta": {"reasoningContent": {"redactedContent": f"UkVE{k:06d}"}},
+                 "p": "abc"}, "contentBlockDelta")
+
+
+_BEDROCK_HEAD = b"".join([
+    _sse({"role": "assistant", "p": "a"}, "messageStart"),
+    _sse({"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "f"}}, "p": "a"},
+         "contentBlockStart"),
+    _sse({"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": 1}'}}, "p": "a"}, "contentBlockDelta"),
+    _sse({"contentBlockIndex": 0, "p": "a"}, "contentBlockStop")])
+_BEDROCK_TAIL = b"".join([_sse({"contentBlockIndex": 1, "p": "a"}, "contentBlockStop"),
+                          _sse({"stopReason": "tool_use", "p": "a"}, "messageStop")])
+
+
+def _cohere_citation(k: int) -> bytes:
+    citation = {"start": k, "end": k + 1, "text": "x", "sources": [{"type": "tool", "id": "s"}]}
+    return _sse({"type": "citation-start", "index": k, "delta": {"message": {"citations": citation}}},
+                "citation-start")
+
+
+_COHERE_HEAD = b"".join([
+    _sse({"id": "c", "type": "message-start", "delta": {"message": {"role": "assistant"}}}, "message-start"),
+    _sse({"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": {
+        "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}}}}, "tool-call-start"),
+    _sse({"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {
+        "function": {"arguments": '{"a": 1}'}}}}}, "tool-call-delta"),
+    _sse({"type": "tool-call-end", "index": 0}, "tool-call-end")])
+_COHERE_TAIL = _sse({"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}, "message-end")
+
+
+def _ollama_line(obj: dict) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
+
+
+def _ollama_logprobs(k: int) -> bytes:
+    return _ollama_line({"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "a"},
+                         "done": False, "logprobs": [{"token": "a", "logprob": -0.5, "bytes": [97]}]})
+
+
+_OLLAMA_HEAD = _ollama_line({"model": "m", "created_at": "t", "done": False, "message": {
+    "role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]}})
+_OLLAMA_TAIL = _ollama_line({"model": "m", "created_at": "t", "message": {"role": "assistant", "content": ""},
+                             "done": True, "done_reason": "stop"})
+
+# (format, head, an event that adds to one of the turn's own fields, tail)
+CASES = {
+    "chat-logprobs": ("openai-chat", _CHAT_HEAD, _chat_logprobs, _CHAT_TAIL),
+    "chat-unknown-delta-field": ("openai-chat", _CHAT_HEAD, _chat_unknown, _CHAT_TAIL),
+    "responses-items": ("openai-responses", _RESPONSES_HEAD, _responses_item, _RESPONSES_TAIL),
+    "anthropic-citations": ("anthropic", _ANTHROPIC_HEAD, _anthropic_citation, _ANTHROPIC_TAIL),
+    "anthropic-message-deltas": ("anthropic", _ANTHROPIC_HEAD, _anthropic_delta, _ANTHROPIC_TAIL),
+    "gemini-citations": ("gemini", _GEMINI_HEAD, _gemini_citation, _GEMINI_TAIL),
+    "bedrock-citations": ("bedrock", _BEDROCK_HEAD, _bedrock_citation, _BEDROCK_TAIL),
+    "bedrock-redacted-reasoning": ("bedrock", _BEDROCK_HEAD, _bedrock_redacted, _BEDROCK_TAIL),
+    "cohere-citations": ("cohere", _COHERE_HEAD, _cohere_citation, _COHERE_TAIL),
+    "ollama-logprobs": ("ollama", _OLLAMA_HEAD, _ollama_logprobs, _OLLAMA_TAIL),
+}
+
+
+def _body(case: str, repeats: int) -> tuple[str, bytes]:
+    fmt, head, own, tail = CASES[case]
+    return fmt, head + b"".join(own(k) for k in range(repeats)) + tail
+
+
+def _own_limit_errors(result) -> list[str]:
+    return [e.detail for e in result.errors if e.kind == "limit" and "the turn keeps" in e.detail]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_turns_own_fields_stay_within_the_stream_budget(both, case):
+    fmt, body = _body(case, REPEATS)
+    free = [impl.reassemble(body, format=fmt) for impl in both]
+    held = [impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=BUDGET)) for impl in both]
+    # unlimited, the field grows with the stream (so this test can fail); within the budget, it does not
+    assert len(pickle.dumps(free[0]._turn)) > 4 * BUDGET
+    for result in held:
+        assert len(pickle.dumps(result._turn)) < 3 * BUDGET, case
+        assert len(_own_limit_errors(result)) == 1, result.errors
+    # calls and texts are counted apart: the turn's own fields take nothing from them
+    for limited, unlimited in zip(held, free):
+        assert [(c.id, c.name, c.arguments) for c in limited.tool_calls] == [
+            (c.id, c.name, c.arguments) for c in unlimited.tool_calls] == [(c.id, "f", {"a": 1}) for c in
+                                                                          unlimited.tool_calls]
+        assert (limited.text, limited.reasoning) == (unlimited.text, unlimited.reasoning)
+    # the twins agree on all of it, the turn given back too
+    assert held[0] == held[1] and free[0] == free[1]
+    assert orjson.dumps(held[0].to_response()) == orjson.dumps(held[1].to_response())
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_within_the_budget_nothing_of_the_turn_is_dropped(both, case):
+    fmt, body = _body(case, 20)
+    for impl in both:
+        free = impl.reassemble(body, format=fmt)
+        held = impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=len(body)))
+        assert held.to_response() == free.to_response() and not held.errors
+
+
+def test_fields_fed_as_objects_are_measured(both):
+    # feed_chunk(dict) brings no bytes to count: each field the turn keeps of it is measured instead
+    chunks = [orjson.loads(_chat_logprobs(k)[6:]) for k in range(REPEATS)]
+    for impl in both:
+        acc = impl.Accumulator(format="openai-chat", limits=Limits(stream_bytes=BUDGET))
+        for chunk in chunks:
+            acc.feed_chunk(chunk)
+        result = acc.finalize()
+        assert len(pickle.dumps(result._turn)) < 3 * BUDGET
+        assert len(_own_limit_errors(result)) == 1 and result.text == "a" * REPEATS
+
+
+# ---------------------------------------------------------------- every entry point passes the budget on
+
+
+def _citations(result_or_response: dict) -> int:
+    return sum(len(block.get("citations") or []) for block in result_or_response["content"])
+
+
+def test_reassemble_many_keeps_the_turn_within_the_budget(tmp_path):
+    fmt, body = _body("anthropic-citations", REPEATS)
+    (tmp_path / "a.sse").write_bytes(body)
+    free, = callstitch.reassemble_many(str(tmp_path), emit="turns")
+    held, = callstitch.reassemble_many(str(tmp_path), emit="turns", limits=Limits(stream_bytes=BUDGET))
+    assert _citations(free["response"]) == REPEATS
+    assert 0 < _citations(held["response"]) < BUDGET // 100
+    assert "the turn keeps" in json.dumps(held["errors"])
+
+
+def test_the_cli_keeps_the_turn_within_the_budget(tmp_path):
+    fmt, body = _body("anthropic-citations", REPEATS)
+    path = tmp_path / "a.sse"
+    path.write_bytes(body)
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--emit", "turns",
+                          "--max-stream-bytes", str(BUDGET), "-j", "1", "--quiet"],
+                         capture_output=True, text=True, timeout=120)
+    (line,) = out.stdout.splitlines()
+    record = json.loads(line)
+    assert 0 < _citations(record["response"]) < BUDGET // 100
+    assert "the turn keeps" in json.dumps(record["errors"])
+    calls = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path),
+                            "--max-stream-bytes", str(BUDGET), "-j", "1", "--quiet"],
+                           capture_output=True, text=True, timeout=120)
+    assert [json.loads(line)["arguments"] for line in calls.stdout.splitlines()] == [{"a": 1}]
+
+
+def test_tee_keeps_the_turn_within_the_budget(impl):
+    fmt, body = _body("anthropic-citations", REPEATS)
+    seen: list = []
+    tap = Tee([body], fmt, seen.append, accumulator=impl.Accumulator(format=fmt, limits=Limits(stream_bytes=BUDGET)))
+    assert b"".join(tap) == body  # the stream itself passes through whole
+    assert 0 < _citations(tap.result.to_response()) < BUDGET // 100
+    assert [(c.name, c.arguments) for c in seen] == [("f", {"a": 1})]
