@@ -140,3 +140,19 @@ def test_a_padded_list_that_fits_is_whole(both):
         assert whole.tool_calls[0].arguments == {"a": [None, None, None, "x"]} and not whole.errors
         cut = impl.reassemble(body, format="gemini", limits=Limits(call_bytes=size - 1))
         assert cut.tool_calls[0].error.kind == "truncated"
+
+
+def test_a_long_list_built_in_order_fits_its_own_size(both):
+    # Each element's own place is no padding: a list of one-digit numbers (two bytes each in the
+    # text) fits a room of its text's size, and is cut one byte below it.
+    entries = [_part({"partialArgs": [{"jsonPath": f"$.a[{k}]", "numberValue": k % 10}], "willContinue": True})
+               for k in range(2000)]
+    body = b"".join([_part({"name": "f", "willContinue": True}), *entries, _part({}),
+                     _event({"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP"}]})])
+    expected = {"a": [k % 10 for k in range(2000)]}
+    size = len(orjson.dumps(expected))
+    for impl in both:
+        whole = impl.reassemble(body, format="gemini", limits=Limits(call_bytes=size))
+        assert whole.tool_calls[0].arguments == expected and not whole.errors
+        cut = impl.reassemble(body, format="gemini", limits=Limits(call_bytes=size - 1))
+        assert cut.tool_calls[0].error.kind == "truncated"

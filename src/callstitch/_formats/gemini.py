@@ -262,7 +262,7 @@ class Builder:
                 _PATHS.clear()
             _PATHS[text] = path
         string = key == "stringValue" and type(value) is str
-        self.left = left - (len(value) if string else _least_length(value))
+        self.left = left = left - (len(value) if string else _least_length(value))
         if self.open_path is not None:
             if string and path == self.open_path:  # the next piece of the open string
                 self.pieces.append(value)
@@ -272,11 +272,13 @@ class Builder:
             self._flush()
         if key == "nullValue":
             value = None
-        padded = _set(self.root, path, value, max(self.left, 0))
-        if padded == PAST_ROOM:
-            self.left = -1  # the nulls before the value would not fit: the call is cut before it
-            return True
-        self.left -= padded * _NULL_SIZE
+        padded = _set(self.root, path, value, left)
+        if padded:  # (rare) nulls padded a list, or the value was not set
+            if padded == PAST_ROOM:
+                self.left = -1  # the nulls before the value would not fit: the call is cut before it
+                return True
+            if padded > 0:
+                self.left = left - padded * _NULL_SIZE
         ok = padded >= 0
         if string and more:
             self.open_path, self.open_text, self.open_ok = path, text, ok
@@ -358,7 +360,8 @@ def _get(root: Any, path: tuple) -> Any:
 def _set(root: dict, path: tuple, value: Any, room: int) -> int:
     """Set value at path in root, making the objects and lists on the way.
 
-    Return how many nulls it padded lists with (an index past a list's end), UNUSABLE when the
+    Return how many nulls it padded lists with (an index past a list's end, not the element's own
+    place: one filled later, out of order, is charged its null all the same), UNUSABLE when the
     path cannot be, or PAST_ROOM (nothing set) when the padding would take more than room
     characters of the text (each null at least "null,"): one small entry may name index 10**9.
     """
@@ -372,12 +375,14 @@ def _set(root: dict, path: tuple, value: Any, room: int) -> int:
         if type(key) is int:
             if type(node) is not list:
                 return UNUSABLE
-            missing = key + 1 - len(node)
-            if missing > 0:
-                padded += missing
-                if padded * _NULL_SIZE > room:
-                    return PAST_ROOM
-                node.extend([None] * missing)
+            size = len(node)
+            if key >= size:
+                if key > size:  # nulls before the element, each at least "null," of the text
+                    padded += key - size
+                    if padded * _NULL_SIZE > room:
+                        return PAST_ROOM
+                    node.extend([None] * (key - size))
+                node.append(None)  # the element's place, filled below
         elif type(node) is not dict:
             return UNUSABLE
         if i == last:
