@@ -96,18 +96,6 @@ _ANTHROPIC_TAIL = b"".join([
     _sse({"type": "message_stop"}, "message_stop")])
 
 
-def _gemini_citation(k: int) -> bytes:
-    candidate = {"content": {"role": "model", "parts": [{"text": "x"}]},
-                 "citationMetadata": {"citations": [{"startIndex": k, "endIndex": k + 1, "uri": "https://e.com"}]}}
-    return _sse({"candidates": [candidate], "modelVersion": "g"})
-
-
-_GEMINI_HEAD = _sse({"candidates": [{"content": {"role": "model", "parts": [
-    {"functionCall": {"name": "f", "args": {"a": 1}}}]}}], "modelVersion": "g"})
-_GEMINI_TAIL = _sse({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
-                     "modelVersion": "g"})
-
-
 def _bedrock_citation(k: int) -> bytes:
     citation = {"title": "t", "location": {"documentChar": {"documentIndex": 0, "start": k, "end": k + 1}}}
     return _sse({"contentBlockIndex": 1, "delta": {"citation": citation}, "p": "abc"}, "contentBlockDelta")
@@ -165,7 +153,6 @@ CASES = {
     "responses-items": ("openai-responses", _RESPONSES_HEAD, _responses_item, _RESPONSES_TAIL),
     "anthropic-citations": ("anthropic", _ANTHROPIC_HEAD, _anthropic_citation, _ANTHROPIC_TAIL),
     "anthropic-message-deltas": ("anthropic", _ANTHROPIC_HEAD, _anthropic_delta, _ANTHROPIC_TAIL),
-    "gemini-citations": ("gemini", _GEMINI_HEAD, _gemini_citation, _GEMINI_TAIL),
     "bedrock-citations": ("bedrock", _BEDROCK_HEAD, _bedrock_citation, _BEDROCK_TAIL),
     "bedrock-redacted-reasoning": ("bedrock", _BEDROCK_HEAD, _bedrock_redacted, _BEDROCK_TAIL),
     "cohere-citations": ("cohere", _COHERE_HEAD, _cohere_citation, _COHERE_TAIL),
@@ -265,3 +252,4 @@ def test_tee_keeps_the_turn_within_the_budget(impl):
     assert b"".join(tap) == body  # the stream itself passes through whole
     assert 0 < _citations(tap.result.to_response()) < BUDGET // 100
     assert [(c.name, c.arguments) for c in seen] == [("f", {"a": 1})]
+

@@ -474,6 +474,19 @@ def test_custom_calls_have_their_kind(spark, tmp_path):
 
 # -- emit="turns" ---------------------------------------------------------------------------------
 
+def test_the_turns_own_fields_stay_within_the_stream_budget(spark):
+    # A stream repeating a citation: the turn keeps its own fields within Limits.stream_bytes
+    # (tests/test_limits_turn.py says how), on the workers as in the library.
+    from test_limits_turn import BUDGET, REPEATS, _body, _citations
+    _, body = _body("anthropic-citations", REPEATS)
+    df = spark.createDataFrame([(0, body.decode())], "n long, body string")
+    free, = cs_spark.reassemble(df, keep="n", emit="turns").collect()
+    held, = cs_spark.reassemble(df, keep="n", emit="turns", limits=callstitch.Limits(stream_bytes=BUDGET)).collect()
+    assert _citations(orjson.loads(free["response"])) == REPEATS
+    assert 0 < _citations(orjson.loads(held["response"])) < BUDGET // 100
+    assert any("the turn keeps" in e for e in held["errors"])
+
+
 def test_turn_rows_equal_the_clis_turn_records(spark, tmp_path):
     bodies = _text_bodies()
     log = _log(tmp_path, bodies)

@@ -423,8 +423,7 @@ cdef int _gemini_log_envelope(Accumulator acc, const unsigned char *data, Py_ssi
             memcpy(out, b"null", 4)
             out += 4
             p = stop[k]
-    acc._state.event_size = n  # (what _dispatch.handle_event notes of every event it is given)
-    turn.log_envelope(acc, envelope)  # (its envelope too, for the general path's own check)
+    turn.log_envelope(envelope)  # (its envelope too, for the general path's own check)
     acc._gem_env = envelope
     acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
     return 0

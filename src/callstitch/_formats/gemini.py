@@ -58,7 +58,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
     # A candidate past Limits.choices keeps nothing, in the turn neither; its finishReason still ends it.
     admitted = [type(candidate) is dict and acc.admit_choice(choice_of(candidate, position))
                 for position, candidate in enumerate(listed)]
-    turn.take_envelope(acc, obj, admitted)
+    turn.take_envelope(obj, admitted)
     for position, candidate in enumerate(listed):
         if type(candidate) is not dict:
             state.error("unexpected shape", "a candidate is not an object", offset, candidate)

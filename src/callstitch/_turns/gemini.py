@@ -89,7 +89,7 @@ class GeminiTurn:
         self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
         self.open_run = (choice, a, len(self.log)) if kind == RUN and b is None else _NO_RUN
 
-    def take_envelope(self, acc: Any, obj: dict, admitted: list[bool]) -> None:
+    def take_envelope(self, obj: dict, admitted: list[bool]) -> None:
         """Log a chunk's envelope (all but its parts and usageMetadata) unless it is the last one logged.
 
         admitted: per candidate, whether it is kept (Limits.choices); one that is not is logged as
@@ -101,12 +101,14 @@ class GeminiTurn:
             envelope["candidates"] = [_without_parts(candidate) if kept else None
                                       for candidate, kept in zip(listed, admitted)]
         if envelope != self.envelope:
-            self.log_envelope(acc, envelope)
+            self.log_envelope(envelope)
 
-    def log_envelope(self, acc: Any, envelope: Any) -> None:
-        """Log a changed envelope (a dict, or the compiled twin's text) within Limits.stream_bytes; fold every FOLD_AT."""
-        if not acc.keep_own(envelope):
-            return
+    def log_envelope(self, envelope: Any) -> None:
+        """Log a changed envelope (a dict, or the compiled twin's text); every FOLD_AT of them, fold them.
+
+        Not counted against Limits.stream_bytes (keep_own): the twins tell a change apart each its
+        own way (the compiled one by the text, spacing included), so they would count differently.
+        """
         self.envelope = envelope
         log = self.log
         choice, kind, at = self.open_run
