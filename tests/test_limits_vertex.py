@@ -98,7 +98,7 @@ def test_values_set_twice_past_the_room_cut_the_call_all_the_same(both):
     assert results[0] == results[1]
     (call,) = results[0].tool_calls
     assert call.arguments is None and call.error.kind == "truncated"
-    assert orjson.dumps({"a": "k" * 1000}).decode().startswith(call.raw_arguments)  # the value that went past
+    assert orjson.dumps({"a": "j" * 1000}).decode().startswith(call.raw_arguments)  # the value that went past (its key counts too)
     assert any("went past 10000 bytes" in detail for detail in _limit_errors(results[0]))
     unlimited = both[0].reassemble(body, format="gemini")
     assert unlimited.tool_calls[0].arguments == {"a": "t" * 1000}
@@ -127,7 +127,9 @@ def test_an_index_far_past_a_lists_end_is_charged_not_allocated(both):
     assert results[0] == results[1]
     (call,) = results[0].tool_calls
     assert call.arguments is None and call.error.kind == "truncated"
-    assert any("went past 10000 bytes" in detail for detail in _limit_errors(results[0]))
+    assert any("Limits.call_bytes (10000) exceeded" in detail for detail in _limit_errors(results[0]))
+    # cut, never altered: it keeps the start of the text it would have had (nulls, as many as fit)
+    assert ('{"a":[' + "null," * 3000).startswith(call.raw_arguments)
     default = [impl.reassemble(body, format="gemini") for impl in both]  # the default room: 64 MiB
     assert default[0] == default[1] and default[0].tool_calls[0].error.kind == "truncated"
 

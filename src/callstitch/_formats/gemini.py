@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._text import compact_json
 from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn, choice_of
 from .inband import error_text
 
@@ -258,9 +259,10 @@ class Builder:
             path = _parse_path(text)
             if path is None:
                 return False
-            if len(_PATHS) >= _PATHS_KEPT:
-                _PATHS.clear()
-            _PATHS[text] = path
+            if len(text) <= _PATH_KEPT_SIZE:  # (a long path is rare: not worth holding after the stream)
+                if len(_PATHS) >= _PATHS_KEPT:
+                    _PATHS.clear()
+                _PATHS[text] = path
         string = key == "stringValue" and type(value) is str
         self.left = left = left - (len(value) if string else _least_length(value))
         if self.open_path is not None:
@@ -272,14 +274,14 @@ class Builder:
             self._flush()
         if key == "nullValue":
             value = None
-        padded = _set(self.root, path, value, left)
-        if padded:  # (rare) nulls padded a list, or the value was not set
-            if padded == PAST_ROOM:
-                self.left = -1  # the nulls before the value would not fit: the call is cut before it
+        added = _set(self.root, path, value, left)
+        if added:  # objects, keys or nulls made on the way, or the value was not set
+            if added == PAST_ROOM:
+                self.left = -1  # the nulls before the value take the text past the room: the call is cut there
                 return True
-            if padded > 0:
-                self.left = left - padded * _NULL_SIZE
-        ok = padded >= 0
+            if added > 0:
+                self.left = left - added
+        ok = added >= 0
         if string and more:
             self.open_path, self.open_text, self.open_ok = path, text, ok
         return ok
@@ -317,20 +319,33 @@ def _least_length(value: Any) -> int:
 
 
 def _serialise(value: Any) -> bytes:
-    """Return value as compact JSON; a lone surrogate (sent as a piece) is kept as its escape text."""
+    """Return value as compact JSON; a lone surrogate (sent as a piece) is kept as its escape text.
+
+    A value nested deeper than orjson writes (paths of hundreds of keys) is written without
+    recursion; one that is both that deep and holds a lone surrogate reads as cut.
+    """
     try:
         return orjson.dumps(value)
     except TypeError:
+        pass
+    try:
+        return compact_json(value)  # too deep for orjson, or an integer beyond 64 bits
+    except TypeError:
+        pass
+    try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
+    except RecursionError:
+        return b"{"
 
 
-# What _set returns besides a count of nulls padded; the least text a padded null takes ("null,").
+# What _set returns besides the least text it added; the least text a padded null takes ("null,").
 UNUSABLE, PAST_ROOM = -1, -2
 _NULL_SIZE = 5
 
-# Paths already parsed (the same few come again and again), up to a bound.
+# Paths already parsed (the same few come again and again), up to a bound, and only short ones.
 _PATHS: dict[str, tuple] = {}
 _PATHS_KEPT = 4096
+_PATH_KEPT_SIZE = 256
 
 
 def _parse_path(path: str) -> tuple | None:
@@ -358,18 +373,22 @@ def _get(root: Any, path: tuple) -> Any:
 
 
 def _set(root: dict, path: tuple, value: Any, room: int) -> int:
-    """Set value at path in root, making the objects and lists on the way.
+    """Set value at path in root, making the objects, lists and nulls on the way.
 
-    Return how many nulls it padded lists with (an index past a list's end, not the element's own
-    place: one filled later, out of order, is charged its null all the same), UNUSABLE when the
-    path cannot be, or PAST_ROOM (nothing set) when the padding would take more than room
-    characters of the text (each null at least "null,"): one small entry may name index 10**9.
+    Return the least text they add to the arguments (each object or list made "{}", each key
+    made its quotes and colon, each null padding a list "null,"; an element's own place in a
+    list is no padding), or UNUSABLE when the path cannot be. One small entry may name index
+    10**9: when the nulls before it would pass room, only as many are made as take the text past
+    it (so that the call is cut there, keeping a prefix of what was sent), the value is not set,
+    and PAST_ROOM is returned.
     """
-    if len(path) == 1 and type(path[0]) is str:  # most paths are a key of the arguments' object ($.city)
-        root[path[0]] = value
-        return 0
+    key = path[0]
+    if len(path) == 1 and type(key) is str:  # most paths are a key of the arguments' object ($.city)
+        made = 0 if key in root else len(key) + 3
+        root[key] = value
+        return made
     node: Any = root
-    padded = 0
+    added = 0
     last = len(path) - 1
     for i, key in enumerate(path):
         if type(key) is int:
@@ -377,19 +396,25 @@ def _set(root: dict, path: tuple, value: Any, room: int) -> int:
                 return UNUSABLE
             size = len(node)
             if key >= size:
-                if key > size:  # nulls before the element, each at least "null," of the text
-                    padded += key - size
-                    if padded * _NULL_SIZE > room:
+                if key > size:  # nulls before the element
+                    nulls = key - size
+                    fit = (room - added) // _NULL_SIZE + 1  # as many as take the text past room
+                    if nulls > fit:
+                        node.extend([None] * max(fit, 0))
                         return PAST_ROOM
-                    node.extend([None] * (key - size))
+                    added += nulls * _NULL_SIZE
+                    node.extend([None] * nulls)
                 node.append(None)  # the element's place, filled below
         elif type(node) is not dict:
             return UNUSABLE
+        elif key not in node:
+            added += len(key) + 3
         if i == last:
             node[key] = value
-            return padded
+            return added
         child = node[key] if type(key) is int else node.get(key)
         if child is None:
+            added += 2
             child = node[key] = [] if type(path[i + 1]) is int else {}
         node = child
     return UNUSABLE

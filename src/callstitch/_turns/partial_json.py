@@ -43,11 +43,17 @@ def keep_input_piece(acc: Any, block: Any, text: str) -> None:
 
 
 def complete_part(text: str) -> Any:
-    """Return the value of text's complete part; None when not even the start of a value came whole."""
+    """Return the value of text's complete part; None when not even the start of a value came whole.
+
+    None too for a text nested deeper than this reader recurses (some 450 levels; a whole input
+    nested that deep would not parse either): the turn then shows the input as none came.
+    """
     try:
         return _value(text, _skip(text, 0))[0]
     except _Cut as cut:
         return cut.partial
+    except RecursionError:
+        return None
 
 
 def _skip(s: str, i: int) -> int:
