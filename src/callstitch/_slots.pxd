@@ -25,6 +25,7 @@ cdef class Slot:
     cdef object parsed
     cdef bint custom
     cdef bint late
+    cdef object end
 
 
 cdef class ChoiceState:

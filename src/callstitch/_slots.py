@@ -19,6 +19,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call,
                         one_choice_result, parses, raise_first_error)
 from ._formats.recognition import unrecognised
+from ._json_end import JsonEnd
 from ._limits import CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, call_cut, own_full, stream_full, too_many
 from ._results import Result, ToolCall
 from ._state import StreamState, finalized
@@ -31,7 +32,7 @@ class Slot:
     """One call being received: id, name and its argument bytes (new_slot makes one)."""
 
     __slots__ = ("choice", "seq", "position", "id", "name", "buf", "last_start", "nfrags", "cumulative",
-                 "pending", "quirks", "call", "call_nfrags", "over", "shared", "parsed", "custom", "late")
+                 "pending", "quirks", "call", "call_nfrags", "over", "shared", "parsed", "custom", "late", "end")
     # For type checkers (the compiled build's C types are in _slots.pxd); new_slot says what each holds.
     choice: Any
     seq: int
@@ -51,6 +52,7 @@ class Slot:
     parsed: Any
     custom: bool
     late: bool
+    end: JsonEnd | None
 
 
 def new_slot(choice: Any, seq: int, position: int) -> Slot:
@@ -79,6 +81,7 @@ def new_slot(choice: Any, seq: int, position: int) -> Slot:
     slot.parsed = None  # the arguments as a value, when the call arrived whole with them parsed
     slot.custom = False  # an OpenAI custom tool call: its input text is the arguments, never parsed
     slot.late = False  # first seen after a dropped event (Limits.event_bytes), which may have held its start
+    slot.end = None  # where its arguments' text stands as JSON, once asked whether they are complete (_complete)
     return slot
 
 
@@ -749,8 +752,12 @@ def _had_arguments(slot: Slot) -> bool:
 
 
 def _complete(slot: Slot) -> bool:
-    """Tell whether a slot's arguments already form a complete JSON value."""
-    return len(slot.buf) > 0 and parses(slot.buf)
+    """Tell whether a slot's arguments already form a complete JSON value (each byte read once: _json_end)."""
+    if slot.cumulative is not None:
+        return len(slot.buf) > 0 and parses(slot.buf)  # (its text may yet be replaced whole: read it all)
+    if slot.end is None:
+        slot.end = JsonEnd()
+    return slot.end.ask(slot.buf)
 
 
 def _zero_keys(d: dict) -> bool:
