@@ -8,6 +8,8 @@ from ._limits import describe
 from ._results import StreamError
 
 STRAY_KEPT = 4096  # bytes of the first stray line kept: for an excerpt, and to tell a JSON line's format
+DATA_KEPT = 4096  # an error's data (the event) is kept whole up to this many characters of its JSON text …
+DATA_EXCERPT = 200  # … else the start of its text, as for an event given as bytes
 
 
 class StreamState:
@@ -62,7 +64,13 @@ class StreamState:
             self.errors_over[kind] = self.errors_over.get(kind, 0) + 1
             return
         if isinstance(data, (bytes, bytearray)):
-            data = bytes(data[:200]).decode("utf-8", "replace")
+            data = bytes(data[:DATA_EXCERPT]).decode("utf-8", "replace")
+        elif data is not None and type(data) is not int:
+            # Limits.errors counts errors, not their size: an event kept whole is kept only while
+            # small, else the start of its text (a thousand 64 MiB events would hold gigabytes).
+            text = data if type(data) is str else _text_of(data)
+            if len(text) > DATA_KEPT:
+                data = text[:DATA_EXCERPT]
         self.errors.append(StreamError(kind, detail, offset=offset, data=data))
 
     def note_stray(self, line: bytes, offset: int | None) -> None:
@@ -111,3 +119,12 @@ class RawJSON(bytes):
 # module's names; whichever of the two is imported first, the other is then partial (the registry
 # defines its tables before it imports the adapters, and fills them in place).
 from ._formats.registry import STARTS as _STARTS  # noqa: E402
+
+
+def _text_of(data: Any) -> str:
+    """Return an event's JSON text (its repr when JSON cannot write it), to measure and excerpt it."""
+    from ._text import compact_json  # (here: _text imports _finalize, which imports this module)
+    try:
+        return compact_json(data).decode("utf-8", "replace")
+    except (TypeError, ValueError):
+        return repr(data)
