@@ -129,10 +129,14 @@ class _Planner:
 def _absorb(plan: DefaultsPlan, other: DefaultsPlan) -> DefaultsPlan:
     have = {key for key, _, _ in plan.defaults}
     plan.defaults.extend(d for d in other.defaults if d[0] not in have)
-    plan.children.extend(other.children)
-    if other.items is not None:
+    # The same shared plans come back when $refs meet again (allOf: [{$ref: X}, {$ref: X}], level after level):
+    # kept once each, or the plan doubles at every level. Filling with one twice would change nothing.
+    known = {(key, id(child)) for key, child in plan.children}
+    plan.children.extend(c for c in other.children if (c[0], id(c[1])) not in known)
+    if other.items is not None and other.items is not plan.items:
         plan.items = other.items if plan.items is None else _combine(plan.items, other.items)
-    plan.prefix.extend(other.prefix)
+    placed = {(i, id(child)) for i, child in plan.prefix}
+    plan.prefix.extend(p for p in other.prefix if (p[0], id(p[1])) not in placed)
     return plan
 
 

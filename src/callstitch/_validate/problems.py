@@ -11,7 +11,8 @@ import orjson
 
 from .._records import Unwritable, nesting, to_json
 
-__all__ = ["Problem", "json_path", "unknown_tool", "bad_arguments", "schema_problems", "not_checked"]
+__all__ = ["Problem", "json_path", "unknown_tool", "bad_arguments", "schema_problems", "not_checked",
+           "PROBLEMS_KEPT"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _VALUE_CHARS = 40
@@ -23,9 +24,10 @@ class Problem:
 
     ``path`` is a JSON path into the arguments ("$" for the arguments as a whole, "$.address.city",
     "$.items[0].sku"); ``kind`` is "unknown tool", an argument error's kind ("missing",
-    "truncated", "malformed", "trailing data", "not an object"), or the JSON Schema keyword that
-    failed ("required", "type", "enum", "additionalProperties", "minimum", …); ``message`` says
-    what is wrong and what is expected, in words a model can act on.
+    "truncated", "malformed", "trailing data", "not an object"), the JSON Schema keyword that
+    failed ("required", "type", "enum", "additionalProperties", "minimum", …), or "limit" for the
+    last problem of a call that had more than PROBLEMS_KEPT (it says so); ``message`` says what is
+    wrong and what is expected, in words a model can act on.
     """
 
     __slots__ = ("path", "kind", "message")
@@ -219,10 +221,19 @@ def _branch_types(kind: Any, path: list) -> list[str] | None:
     return types or None
 
 
+# Problems kept for one call; past them the errors are not described, and one last problem of kind
+# "limit" says there were more. Arguments of a few MB can hold a million wrong items: described one by
+# one they took half a minute and 200 MB, for a retry message that lists four; 100 show any pattern.
+# (jsonschema-rs's iter_errors still makes every error, in Rust, before it hands over the first.)
+PROBLEMS_KEPT = 100
+
+
 def schema_problems(errors: Iterable[Any], schema: dict) -> list[Problem]:
-    """Return plain-language problems for jsonschema-rs validation errors."""
+    """Return plain-language problems for jsonschema-rs validation errors: PROBLEMS_KEPT at most, then "limit"."""
     problems: list[Problem] = []
     for error in errors:
+        if len(problems) > PROBLEMS_KEPT:  # one more than kept is enough to know there are more
+            break
         kind = error.kind
         name = _kind_name(kind)
         parts = list(error.instance_path)
@@ -233,6 +244,10 @@ def schema_problems(errors: Iterable[Any], schema: dict) -> list[Problem]:
             problems.extend(_describe(name, kind, parts, path, value, node, error))
         except Exception:  # an error kind shaped unlike the ones we know: the validator's own words
             problems.append(Problem(path, name, str(error.message)))
+    if len(problems) > PROBLEMS_KEPT:
+        del problems[PROBLEMS_KEPT:]
+        problems.append(Problem("$", "limit", f"there are more than {PROBLEMS_KEPT} problems; only the first "
+                                              f"{PROBLEMS_KEPT} were kept"))
     return problems
 
 
@@ -251,7 +266,9 @@ def _describe(name: str, kind: Any, parts: list, path: str, value: Any, node: An
         props = node.get("properties") if node else None
         allowed = (f"; allowed properties: {_names(list(props))}" if isinstance(props, dict) and props
                    else "; no other properties are allowed")
-        return [Problem(json_path([*parts, p]), name, f"unexpected property{allowed}") for p in kind.unexpected]
+        # One problem a property: a million of them are cut here, where the error is only one.
+        return [Problem(json_path([*parts, p]), name, f"unexpected property{allowed}")
+                for p in kind.unexpected[:PROBLEMS_KEPT + 1]]
     if name == "const":
         return [Problem(path, "const", f"must be exactly {show(kind.expected_value)}, got {show(value)}")]
     if name in ("anyOf", "oneOf"):

@@ -39,8 +39,8 @@ def expected_shape(schema: dict | None) -> str | None:
 def retry_message(name: str | None, problems: Sequence[Problem], schema: dict | None = None) -> str:
     """Return a short text telling the model what was wrong with its call and what is expected.
 
-    At most MAX_PROBLEMS problems are listed (then "and N more"), and the whole stays under
-    MAX_CHARS characters.
+    At most MAX_PROBLEMS problems are listed (then "and N more", "and over N more" when the last
+    problem, of kind "limit", says more were not kept), and the whole stays under MAX_CHARS characters.
     """
     first = problems[0]
     if first.kind == "unknown tool":
@@ -55,6 +55,11 @@ def retry_message(name: str | None, problems: Sequence[Problem], schema: dict | 
         return _clip(text, MAX_CHARS)
     head = f"Error: the call to {_quote(name)} was not run: its arguments do not match the tool's parameters."
     tail = f"Correct the arguments and call {_quote(name)} again."
+    # The problems were cut (the "limit" one is last): how many more is not known, only that there are.
+    cut = len(problems) > 1 and problems[-1].kind == "limit"
+    if cut:
+        problems = problems[:-1]
+    over = "over " if cut else ""
     lines = [head]
     used = len(head) + 1 + len(tail)
     shown = 0
@@ -62,14 +67,14 @@ def retry_message(name: str | None, problems: Sequence[Problem], schema: dict | 
         line = "- " + _clip(str(problem), _LINE_CHARS)
         more = len(problems) - shown - 1
         # Keep room for the "and N more" line, should this problem be the last one that fits.
-        reserve = len(f"\n- and {more} more problems") if more else 0
+        reserve = len(f"\n- and {over}{more} more problems") if more or cut else 0
         if used + 1 + len(line) + reserve > MAX_CHARS and shown:
             break
         lines.append(line)
         used += 1 + len(line)
         shown += 1
     rest = len(problems) - shown
-    if rest:
-        lines.append(f"- and {rest} more problem{'s' if rest > 1 else ''}")
+    if rest or cut:
+        lines.append(f"- and {over}{rest} more problem{'s' if rest != 1 or cut else ''}")
     lines.append(tail)
     return _clip("\n".join(lines), MAX_CHARS)

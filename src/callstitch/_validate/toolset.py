@@ -25,8 +25,9 @@ class Verdict:
     ``ok`` — the call may run. ``arguments`` — when ok, the call's arguments with the schema's
     defaults filled in (a new object only where something was filled; the call's own arguments are
     never changed); when not ok, the call's arguments as received (None when they did not parse).
-    ``problems`` — a tuple of Problem, empty when ok. ``retry_message`` — None when ok, else text
-    to send back to the model as the tool result. ``call`` — the ToolCall checked.
+    ``problems`` — a tuple of Problem, empty when ok; past PROBLEMS_KEPT (100) problems the rest are
+    not kept, and one last problem of kind "limit" says so. ``retry_message`` — None when ok, else
+    text to send back to the model as the tool result. ``call`` — the ToolCall checked.
     """
 
     __slots__ = ("ok", "call", "arguments", "problems", "retry_message")
