@@ -24,10 +24,11 @@ class CohereTurn:
     per content block, [type, which text (0 content, 1 reasoning), start, end or None while open,
     the block's other fields]; start and end are byte positions in that text. citations: every
     citation-start's citation, in order. end: message-end's delta (finish_reason, usage …), or
-    None. logprobs: content-delta's logprobs, in order, or None.
+    None. logprobs: content-delta's logprobs, in order, or None. open: the blocks still open (at
+    most one per text: a block that starts ends the one before it in its text), while it is fed.
     """
 
-    __slots__ = ("id", "extra", "blocks", "citations", "end", "logprobs")
+    __slots__ = ("id", "extra", "blocks", "citations", "end", "logprobs", "open")
 
     def __init__(self) -> None:
         self.id: Any = None
@@ -36,6 +37,7 @@ class CohereTurn:
         self.citations: list = []
         self.end: dict | None = None
         self.logprobs: list | None = None
+        self.open: list[list] = []
 
     def __reduce__(self) -> tuple:
         return (_rebuild, (self.id, self.extra, self.blocks, self.citations, self.end, self.logprobs))
@@ -60,15 +62,20 @@ def open_block(turn: CohereTurn, acc: Any, content: Any) -> None:
     kind = kind if type(kind) is str else "text"
     which = 1 if kind == "thinking" else 0
     extra = {k: v for k, v in content.items() if k not in ("type", "text", "thinking")} if type(content) is dict else {}
-    turn.blocks.append([kind, which, acc.text_length(0, which), None, extra])
+    here = acc.text_length(0, which)
+    for block in turn.open:
+        if block[1] == which:  # a block of its text left open (no content-end came) ends here: the
+            block[3] = here   # text goes on in the new one (else n such blocks would each hold it all)
+    block = [kind, which, here, None, extra]
+    turn.open = [b for b in turn.open if b[3] is None] + [block]
+    turn.blocks.append(block)
 
 
 def close_block(turn: CohereTurn, acc: Any) -> None:
-    """Note content-end: the open block ends where its text is now."""
-    for block in reversed(turn.blocks):
-        if block[3] is None:
-            block[3] = acc.text_length(0, block[1])
-            return
+    """Note content-end: the block opened last and still open ends where its text is now."""
+    if turn.open:
+        block = turn.open.pop()
+        block[3] = acc.text_length(0, block[1])
 
 
 def _content(result: Any, turn: Any) -> tuple[list[dict], str | None]:

@@ -1,9 +1,10 @@
-"""Input nested far deeper than any real stream is reported, never raised: a few kilobytes once crashed a call.
+"""Shapes no real stream has, found by a hostile-input review: reported or read in bounds, never raised.
 
-A hostile-input review found two: a Vertex AI partialArgs path thousands of keys deep made
-reassemble() raise RecursionError (the arguments were written back recursively), and a client
-tool's input cut inside hundreds of nested arrays made to_response() raise it (the complete part
-of the input was read recursively). Both are bodies of 1-10 KB.
+Nesting far deeper than any real stream: a Vertex AI partialArgs path thousands of keys deep
+made reassemble() raise RecursionError (the arguments were written back recursively), and a
+client tool's input cut inside hundreds of nested arrays made to_response() raise it (the
+complete part of the input was read recursively); both bodies of 1-10 KB. Cohere blocks left
+open: each held the whole text that came after it, a thousand of them 955 MB from 1 MB.
 """
 
 from __future__ import annotations
@@ -76,3 +77,21 @@ def test_a_tool_input_cut_inside_hundreds_of_arrays_gives_its_turn_back(both, fm
         assert responses[0] == responses[1]
         messages = [result.to_message() for result in results]
         assert messages[0] == messages[1]
+
+
+def test_cohere_blocks_left_open_do_not_each_hold_the_text(both):
+    # 1,000 content-starts with no content-end, then 1 MB of text: each block held the whole text
+    # to the end (955 MB at to_response()); a block that starts ends the open one of its text.
+    def event(obj: dict) -> bytes:
+        return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode()
+    body = b"".join([event({"type": "message-start", "id": "x", "delta": {"message": {"role": "assistant"}}}),
+                     *[event({"type": "content-start", "index": 0, "delta": {"message": {"content": {
+                         "type": "text"}}}})] * 1000,
+                     event({"type": "content-delta", "index": 0, "delta": {"message": {"content": {
+                         "text": "t" * 1_000_000}}}}),
+                     *[event({"type": "content-end", "index": 0})] * 2000,  # more ends than blocks: ignored
+                     event({"type": "message-end", "delta": {"finish_reason": "COMPLETE"}})])
+    responses = [impl.reassemble(body, format="cohere").to_response() for impl in both]
+    assert responses[0] == responses[1]
+    content = responses[0]["message"]["content"]
+    assert len(content) == 1000 and "".join(block["text"] for block in content) == "t" * 1_000_000
