@@ -95,3 +95,27 @@ def test_cohere_blocks_left_open_do_not_each_hold_the_text(both):
     assert responses[0] == responses[1]
     content = responses[0]["message"]["content"]
     assert len(content) == 1000 and "".join(block["text"] for block in content) == "t" * 1_000_000
+
+
+def test_merged_fields_grow_in_place_without_touching_the_events(both):
+    # Anthropic's usage and Bedrock's unknown delta members were copied whole on every event (a
+    # stream sending one new key per event: n squared). Now they are merged into a copy of their
+    # own: the result is the same, and the events fed as objects are left as they were.
+    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [],
+                                                  "usage": {"input_tokens": 5}}}
+    deltas = [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {f"k{k}": k}}
+              for k in range(300)]
+    for impl in both:
+        acc = impl.Accumulator(format="anthropic")
+        for event in [start, *deltas, {"type": "message_stop"}]:
+            acc.feed_chunk(event)
+        usage = acc.finalize().usage
+        assert usage == {"input_tokens": 5, **{f"k{k}": k for k in range(300)}}
+        assert start["message"]["usage"] == {"input_tokens": 5} and deltas[0]["usage"] == {"k0": 0}
+    pieces = [{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"image": {f"k{k}": k}}}} for k in range(300)]
+    body = b"".join(json.dumps(e).encode() + b"\n" for e in [{"messageStart": {"role": "assistant"}}, *pieces,
+                                                          {"messageStop": {"stopReason": "end_turn"}}])
+    responses = [impl.reassemble(body, format="bedrock").to_response() for impl in both]
+    assert responses[0] == responses[1]
+    (block,) = responses[0]["output"]["message"]["content"]
+    assert block == {"image": {f"k{k}": k for k in range(300)}}

@@ -33,11 +33,12 @@ def claims(event: str | None, obj: Any) -> bool:
 class State:
     """What an Anthropic stream remembers between events."""
 
-    __slots__ = ("tools", "streamed")
+    __slots__ = ("tools", "streamed", "usage")
 
     def __init__(self) -> None:
         self.tools: dict[int, Any] = {}  # tool_use block index -> the input its start event carried
         self.streamed: set[int] = set()  # tool blocks whose input streamed, or was settled from the start
+        self.usage: dict | None = None  # the usage merge_usage made, merged into in place from then on
 
 
 def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
@@ -222,7 +223,10 @@ def _text(acc: Sink, state: StreamState, which: int, text: Any, offset: int | No
 def merge_usage(state: StreamState, usage: Any) -> None:
     """Merge a usage object into the stream's (message_start brings the input side, message_delta the output)."""
     if type(usage) is dict:
-        merged = dict(state.usage) if type(state.usage) is dict else {}
+        notes: State = state.notes
+        merged = state.usage
+        if merged is None or merged is not notes.usage:  # a copy once, not one per event (n events: n squared)
+            merged = notes.usage = dict(merged) if type(merged) is dict else {}
         merged.update((k, v) for k, v in usage.items() if v is not None or k not in merged)
         state.usage = merged
 

@@ -147,10 +147,11 @@ def note_other(block: Block, delta: dict) -> None:
                 block.results.append(value)
         else:
             block.other = block.other or {}
-            if type(value) is dict and type(block.other.get(key)) is dict:
-                block.other[key] = {**block.other[key], **value}
+            held = block.other.get(key)
+            if type(value) is dict and type(held) is dict:
+                held.update(value)  # (its own copy, made below: in place, not a new dict per delta)
             else:
-                block.other[key] = value
+                block.other[key] = dict(value) if type(value) is dict else value
 
 
 def response(result: Any, turn: BedrockTurn | None) -> dict[str, Any]:
