@@ -119,3 +119,32 @@ def test_merged_fields_grow_in_place_without_touching_the_events(both):
     assert responses[0] == responses[1]
     (block,) = responses[0]["output"]["message"]["content"]
     assert block == {"image": {f"k{k}": k for k in range(300)}}
+
+
+def test_calls_are_given_to_blocks_by_id_in_order():
+    # (shared by the Anthropic and Bedrock turns: a lookup per block, not a walk of every call)
+    from types import SimpleNamespace as Call
+
+    from callstitch._turns.calls import CallsById
+    calls = [Call(id="a", choice=0, n=1), Call(id=None, choice=0, n=2), Call(id="a", choice=0, n=3),
+             Call(id="b", choice=1, n=4)]
+    free = CallsById(Call(tool_calls=calls))
+    assert [getattr(free.take(i), "n", None) for i in ("a", None, "a", "a", "b", ["x"], 7)] == [
+        1, 2, 3, None, None, None, None]
+
+
+def test_thousands_of_blocks_whose_ids_match_no_call_give_the_turn_back(both):
+    # Integer ids read as no call's (the calls' ids are strings): each block walked every call.
+    def event(obj: dict) -> bytes:
+        return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode()
+    blocks = []
+    for k in range(3000):
+        blocks += [event({"type": "content_block_start", "index": k, "content_block": {
+            "type": "tool_use", "id": k, "name": "f", "input": {"k": k}}}),
+            event({"type": "content_block_stop", "index": k})]
+    body = b"".join([event({"type": "message_start", "message": {"id": "m", "type": "message",
+                                                                 "role": "assistant", "content": []}}),
+                     *blocks, event({"type": "message_stop"})])
+    responses = [impl.reassemble(body, format="anthropic").to_response() for impl in both]
+    assert responses[0] == responses[1]
+    assert [block["input"] for block in responses[0]["content"]] == [{"k": k} for k in range(3000)]

@@ -22,6 +22,7 @@ import orjson
 
 from .._exactjson import loads_exact
 
+from .calls import CallsById
 from .fresh import fresh
 from .partial_json import complete_part
 
@@ -231,20 +232,13 @@ class _Texts:
         return b"".join(data[start:len(data) if end < 0 else end] for start, end in block.spans).decode("utf-8", "replace")
 
 
-class _Calls:
+class _Calls(CallsById):
     """The client calls of choice 0, matched to their tool_use blocks by id in order."""
-
-    def __init__(self, result: Any) -> None:
-        self.free = [call for call in result.tool_calls if call.choice == 0]
 
     def input_of(self, block: Block) -> Any:
         start = block.start_object()
-        call_id = start.get("id")
-        for k, call in enumerate(self.free):
-            if call.id == call_id:
-                del self.free[k]
-                break
-        else:
+        call = self.take(start.get("id"))
+        if call is None:
             return start.get("input")  # no call of its own (a limit refused it): the input its start sent
         if call.error is None and type(call.arguments) is dict:
             return call.arguments

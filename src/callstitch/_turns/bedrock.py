@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from .._exactjson import loads_exact
+from .calls import CallsById
 from .fresh import fresh
 from .partial_json import complete_part
 
@@ -172,7 +173,7 @@ def message(result: Any, turn: BedrockTurn | None, choice: int) -> dict[str, Any
 
 def _message(result: Any, turn: BedrockTurn, blobs: bool) -> dict[str, Any]:
     texts = _Texts(result)
-    calls = [call for call in result.tool_calls if call.choice == 0]
+    calls = CallsById(result)
     content = []
     for index in sorted(turn.blocks):
         content.extend(_entries(turn.blocks[index], texts, calls, blobs))
@@ -215,18 +216,16 @@ def _entries(block: Block, texts: _Texts, calls: list, blobs: bool) -> list[dict
     return out
 
 
-def _tool_input(block: Block, start: dict, calls: list) -> Any:
+def _tool_input(block: Block, start: dict, calls: CallsById) -> Any:
     """Return a toolUse block's input: its call's arguments, or its streamed text; the complete part when cut."""
     if not block.client:
         return _parse("".join(block.pieces or ()))
-    call_id = start.get("toolUseId")
-    for k, call in enumerate(calls):
-        if call.id == call_id:
-            del calls[k]
-            if call.error is None and type(call.arguments) is dict:
-                return call.arguments
-            return _parse(call.raw_arguments)
-    return {}  # no call of its own (Limits.calls refused it): nothing of its input was kept
+    call = calls.take(start.get("toolUseId"))
+    if call is None:
+        return {}  # no call of its own (Limits.calls refused it): nothing of its input was kept
+    if call.error is None and type(call.arguments) is dict:
+        return call.arguments
+    return _parse(call.raw_arguments)
 
 
 def _parse(text: str) -> Any:
