@@ -32,6 +32,7 @@ cdef class ChoiceState:
     cdef dict by_index
     cdef Slot latest
     cdef Py_ssize_t count
+    cdef list open
 
 
 cdef class Text:
@@ -43,6 +44,7 @@ cdef class Text:
 cdef class SlotBook:
     cdef object _state
     cdef list _slots
+    cdef list _open
     cdef dict _choices
     cdef dict _texts
     cdef list _done

@@ -88,15 +88,17 @@ def new_slot(choice: Any, seq: int, position: int) -> Slot:
 class ChoiceState:
     """The calls of one choice: by index, and the latest one."""
 
-    __slots__ = ("by_index", "latest", "count")
+    __slots__ = ("by_index", "latest", "count", "open")
     by_index: dict[Any, Slot]
     latest: Slot | None
     count: int
+    open: list[Slot]
 
     def __init__(self) -> None:
         self.by_index = {}
         self.latest = None
         self.count = 0
+        self.open = []  # its calls perhaps not handed over yet (SlotBook._open says why)
 
 
 class Text:
@@ -123,6 +125,7 @@ class SlotBook:
     # For type checkers (the compiled build's C types are in _slots.pxd); _start says what each holds.
     _state: StreamState
     _slots: list[Slot]
+    _open: list[Slot]
     _choices: dict[Any, ChoiceState]
     _texts: dict[Any, list[Text | None]]
     _done: list[ToolCall]
@@ -151,6 +154,9 @@ class SlotBook:
          self._max_event, state.error_limit) = numbers
         state.event_limit = self._max_event
         self._slots = []
+        # The calls perhaps not handed over yet, in order (a call once handed over never opens again):
+        # a stream repeating its finish must not walk every call each time (4,096 calls: n times 4,096).
+        self._open = []
         self._choices = {}
         self._texts = {}  # choice -> [content, reasoning, refusal]: a Text each, or None
         self._done = []  # calls completed since feed last returned
@@ -383,6 +389,8 @@ class SlotBook:
                 slot.late = True
         cs.count += 1
         self._slots.append(slot)
+        self._open.append(slot)
+        cs.open.append(slot)
         return slot
 
     # ---------------------------------------------------------------- bytes in, within the limits
@@ -670,15 +678,17 @@ class SlotBook:
             if slot is not None and slot.call is None:
                 self._done.append(self._settle(slot, False))
             return
-        for slot in self._slots:
-            if slot.choice == choice and slot.call is None:
+        for slot in cs.open:
+            if slot.call is None:
                 self._done.append(self._settle(slot, False))
+        cs.open = []
 
     def _complete_all(self) -> None:
         """Hand over every call not yet handed over (what complete(None, None) does)."""
-        for slot in self._slots:
+        for slot in self._open:
             if slot.call is None:
                 self._done.append(self._settle(slot, False))
+        self._open = []
 
     def _settle(self, slot: Slot, final: bool) -> ToolCall:
         """Return the slot's finished call, built once (again only if fragments, an id or a name came after it)."""

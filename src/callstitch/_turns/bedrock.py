@@ -181,7 +181,7 @@ def _message(result: Any, turn: BedrockTurn, blobs: bool) -> dict[str, Any]:
     return {"role": role, "content": content}
 
 
-def _entries(block: Block, texts: _Texts, calls: list, blobs: bool) -> list[dict]:
+def _entries(block: Block, texts: _Texts, calls: CallsById, blobs: bool) -> list[dict]:
     """Return the content blocks one streamed block makes (one, unless a mangled stream mixed kinds)."""
     out: list[dict[str, Any]] = []
     merged = set()  # the members of block.other merged into the start's (the record is read, never changed)
