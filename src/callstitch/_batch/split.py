@@ -22,7 +22,7 @@ a JSON array       its closing ``]`` (Gemini without ``alt=sse``, whatever the f
 ``Splitter.scan(buf, pos, final)`` is all the machinery needs: it returns the cuts found in
 ``buf[pos:]`` and how far the bytes certainly belong to the stream in progress, so a caller
 can feed those at once and keep only the rest (a few hundred bytes, or an unfinished
-terminating event) for the next read.
+terminating event until it is known where its response ends) for the next read.
 """
 
 from __future__ import annotations
@@ -40,6 +40,16 @@ __all__ = ["Splitter", "HOLD", "by_cuts"]
 
 # Bytes kept back at the end of a buffer with no hit, so a terminator cut by the read is seen whole.
 HOLD = 256
+# In a glued capture the next response's first data line comes this close after the terminating
+# event's data line (its event or id line, a keep-alive between). Past it, the lines that follow
+# with no blank line are the terminating event's own, however many: fed, not held (_unglued_end).
+GLUE_GAP = 1 << 16
+# Bytes kept back while a terminating event runs on to its blank line: one cut by the read is seen whole.
+_BLANK_HELD = 3
+# Splitter._running: the scan is in a response's last event, which runs on to its blank line. The
+# response ends there (_CUT), or there unless Bedrock's metadata event follows (_CONFIRM: then at
+# that one's end), or (a Gemini finish chunk with more lines in its event: no finish) goes on (_PASS).
+_CUT, _CONFIRM, _PASS = 1, 2, 3
 
 _SSE_END = re.compile(rb"\r?\n\r?\n|\r\r")  # a blank line ends an SSE event
 _LINE_END = re.compile(rb"\r?\n|\r")
@@ -95,7 +105,17 @@ def _line_start(buf: bytes, pos: int, floor: int) -> int:
     return max(buf.rfind(b"\n", floor, pos), buf.rfind(b"\r", floor, pos)) + 1 or floor
 
 
-def _unglued_end(buf: bytes, start: int, end: int) -> int:
+def _blank_line(buf: bytes, pos: int) -> re.Match | None:
+    """Return the first blank line at or after pos, as _SSE_END.search does, at bytes.find's speed over many lines.
+
+    Every match holds LF LF, LF CR LF or CR CR at its start or one byte on, so none starts
+    before the first of those less one byte.
+    """
+    at = [i for i in (buf.find(b"\n\n", pos), buf.find(b"\n\r\n", pos), buf.find(b"\r\r", pos)) if i >= 0]
+    return _SSE_END.search(buf, max(pos, min(at) - 1)) if at else None
+
+
+def _unglued_end(buf: bytes, start: int, end: int, complete: bool = True) -> int | None:
     """Return where the terminating event in buf[start:end] ends, when a capture glued the next response on.
 
     Written without the blank line after each response, captures put back to back run a
@@ -103,21 +123,43 @@ def _unglued_end(buf: bytes, start: int, end: int) -> int:
     terminator's (in one response never valid: the event's data would be two JSON texts, or
     "[DONE]" and one). The cut then goes right after the terminator's data line; else it stays
     at end. An event line alone after the data line is no sign of it: some servers write an
-    event's data line before its event line.
+    event's data line before its event line. Nor is a data line more than GLUE_GAP bytes after the
+    terminator's line (its data line, once passed): the event then runs on to its blank line.
+
+    complete: end is the event's end (its blank line, or the input's). Else buf[start:end] is the
+    event so far, and the answer is end once no glued data line can come any more (the event
+    runs on), or None while the next read may bring one.
     """
     p = start
     cut = -1  # just after the terminator's data line, once it is passed
+    mark = start  # a glued data line starts within GLUE_GAP of here: the terminator's line, then its data line
     while p < end:
+        if p - mark > GLUE_GAP:
+            return end
         e = _LINE_END.search(buf, p, end)
-        if e is None or e.start() == p:
-            break  # the blank line that ends the event
+        if e is not None and not complete and e.end() == end and buf[end - 1] == 0x0D:
+            e = None  # a CR the read ends with may be the first half of a CRLF
+        if e is None:  # the last line, still arriving unless complete
+            if complete:
+                return end
+            head = buf[p:min(end, p + 7)]  # enough to tell a glued data line (_DATA_LINE) from any other
+            if b"data:".startswith(head[:5]):
+                if cut < 0:
+                    return None  # the terminator's data line
+                if _DATA_LINE.match(head):
+                    return cut
+                if len(head) < 7:
+                    return None  # it may yet be a glued data line
+            return end if end - mark > GLUE_GAP else None
+        if e.start() == p:
+            return end  # the blank line that ends the event
         if cut >= 0:
             if _DATA_LINE.match(buf, p):
                 return cut
         elif buf.startswith(b"data:", p):
-            cut = e.end()
+            cut = mark = e.end()
         p = e.end()
-    return end
+    return end if complete else None
 
 
 def _opens_event(buf: bytes, line_start: int, floor: int) -> bool:
@@ -190,6 +232,8 @@ class Splitter:
         self._unglue = framing == SSE and format not in _OWN_END_RULES
         self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
         self._gemini_cut = -1
+        # 0, or _CUT, _CONFIRM, _PASS (above): what comes until that blank line is fed, not held.
+        self._running = 0
 
     def error_cuts(self, segment: bytes) -> list[int]:
         """Return the cuts inside one stream's bytes that an in-band error event makes (OpenAI style).
@@ -217,6 +261,23 @@ class Splitter:
             return [], len(buf)
         cuts: list[int] = []
         n = len(buf)
+        if self._running:
+            e = _blank_line(buf, pos)
+            if e is None:
+                return cuts, (n if final else max(pos, n - _BLANK_HELD))
+            end = e.end()
+            if self._running == _CONFIRM:
+                verdict = self._confirm(buf, pos, end, final)
+                if verdict is None:
+                    return cuts, e.start()
+                end = verdict[1]
+                if end < 0:  # the metadata event runs on in turn
+                    self._running = _CUT
+                    return cuts, n - _BLANK_HELD
+            if self._running != _PASS and (end < n or not final):
+                cuts.append(end)
+            self._running = 0
+            pos = end
         gemini = self.format == "gemini"
         self._gemini_cut = -1  # where this scan last cut for a new responseId (a position in this buf)
         needles = self._needles
@@ -246,20 +307,35 @@ class Splitter:
                     pos = self._gemini_cut = cut
                     continue
             e = self._end.search(buf, m.end())
-            if e is None:
-                if not final:
-                    return cuts, line_start
-                end = n
+            if e is None and not final:
+                # Whatever follows the terminator with no blank line must not all be held: once it
+                # is known where the response ends (or that it does not), it is fed as it comes.
+                glued = _unglued_end(buf, line_start, n, False) if self._unglue else None
+                if glued is not None and glued < n:  # (a glued cut has a data line after it: never at n)
+                    end = glued
+                else:
+                    if glued == n:
+                        self._running = _CUT  # no glued response can follow: the blank line ends it
+                    elif self.format == "bedrock" and self.framing == SSE:
+                        self._running = _CONFIRM
+                    elif gemini and self.framing == SSE and _chunk_then_more(buf, line_start, n):
+                        self._running = _PASS
+                    else:
+                        return cuts, line_start  # (unended: a glued capture's, GLUE_GAP past its data line at most)
+                    return cuts, max(m.end(), n - _BLANK_HELD)
             else:
-                end = e.end()
-            # Glued needs a second "data:" in the event: counted in one pass at C speed first (the
-            # terminating event can be long, a Responses one repeats the whole output).
-            if self._unglue and buf.count(b"data:", line_start, end) > 1:
-                end = _unglued_end(buf, line_start, end)
+                end = n if e is None else e.end()
+                # Glued needs a second "data:" in the event: counted in one pass at C speed first (the
+                # terminating event can be long, a Responses one repeats the whole output).
+                if self._unglue and buf.count(b"data:", line_start, end) > 1:
+                    end = _unglued_end(buf, line_start, end) or end  # (None only for an event still arriving)
             verdict = self._confirm(buf, line_start, end, final)
             if verdict is None:  # more bytes are needed to decide
                 return cuts, line_start
             ok, end = verdict
+            if end < 0:  # Bedrock's metadata event, the response's too, runs on to its blank line
+                self._running = _CUT
+                return cuts, n - _BLANK_HELD
             pos = end
             if ok and (end < n or not final):
                 cuts.append(end)
@@ -289,6 +365,8 @@ class Splitter:
             obj = _parse_line(buf[line_start:end])
             return (type(obj) is dict and obj.get("done") is True), end
         if fmt == "gemini":
+            if _chunk_then_more(buf, line_start, end):
+                return False, end  # (told without parsing it all: a failed parse costs ten times the event's size)
             obj = _parse_line(buf[line_start:end])
             if type(obj) is not dict or not _gemini_finished(obj):
                 return False, end
@@ -318,14 +396,17 @@ class Splitter:
             return True, end
         if fmt == "bedrock":
             at = _BLANK_OR_COMMENT.match(buf, end).end()  # type: ignore[union-attr]  # (a keep-alive may come first)
-            if at == len(buf):
+            if at == len(buf) or buf[at] == 0x3A:  # (":": a keep-alive the read cut, with no line end yet)
                 return (True, end) if final else None
             if len(buf) - at < 32 and not final:
                 return None
             if _METADATA.match(buf, at):
                 e2 = self._end.search(buf, at)
                 if e2 is None:
-                    return (True, len(buf)) if final else None
+                    if final:
+                        return True, len(buf)
+                    # -1: over SSE it ends at the next blank line, which a later read brings (Splitter._running)
+                    return (True, -1) if self.framing == SSE else None
                 return True, e2.end()
             return True, end
         return True, end
@@ -415,6 +496,17 @@ def _event_start(buf: bytes, pos: int, floor: int, framing: str) -> int:
                 start = max(start, at + len(blank))
         return start
     return _line_start(buf, pos, floor)
+
+
+def _chunk_then_more(buf: bytes, line_start: int, n: int) -> bool:
+    """Tell whether the Gemini chunk line at line_start is whole JSON and more than whitespace follows it in buf[:n].
+
+    Its SSE event then holds more lines: parsed with them (_confirm) it is no JSON, so no finish.
+    """
+    e = _LINE_END.search(buf, line_start, n)
+    if e is None or e.end() == n or _CONTENT.search(buf, e.end(), n) is None:
+        return False  # (a CR at the end may be half a CRLF; more may come)
+    return _parse_line(buf[line_start:e.start()]) is not None
 
 
 def _parse_line(line: bytes):
