@@ -165,3 +165,22 @@ def test_a_finish_repeated_hands_each_call_over_once_in_order(both):
         assert handed == [f"c{k}" for k in range(0, 200, 2)] + [f"c{k}" for k in range(1, 200, 2)]
         assert [c.id for c in acc.finalize().tool_calls] == [f"c{k}" for k in range(0, 200, 2)] + [
             f"c{k}" for k in range(1, 200, 2)]
+
+
+def test_thousands_of_parts_on_one_item_give_each_its_text(both):
+    # Each part added walked every part of every item to end the open one (n squared); now the
+    # one open part of its text.
+    def event(obj: dict) -> bytes:
+        return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode()
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+    events = [event({"type": "response.output_item.added", "output_index": 0, "item": item})]
+    for k in range(3000):
+        events += [event({"type": "response.content_part.added", "output_index": 0, "content_index": k,
+                          "item_id": "msg_1", "part": {"type": "output_text", "text": ""}}),
+                   event({"type": "response.output_text.delta", "output_index": 0, "content_index": k,
+                          "item_id": "msg_1", "delta": f"p{k};"})]
+    body = b"".join(events)
+    responses = [impl.reassemble(body, format="openai-responses").to_response() for impl in both]
+    assert responses[0] == responses[1]
+    (message,) = responses[0]["output"]
+    assert [part["text"] for part in message["content"]] == [f"p{k};" for k in range(3000)]

@@ -113,8 +113,9 @@ def _output(result: Any, turn: ResponsesTurn) -> list:
         item, position = event.get("item"), event.get("output_index")
         if type(item) is dict and type(position) is int:
             added[position] = (item, slot, [])
+    still_open: dict[int | None, list[_Part]] = {}  # per text, the parts whose end is not yet known
     for kept, *lengths in turn.parts:
-        _apply_part(added, _read(kept), lengths)
+        _apply_part(added, _read(kept), lengths, still_open)
     texts = _texts(result) if turn.parts else (b"", b"", b"")
     items = {position: _streamed_item(result, item, slot, parts, texts)
              for position, (item, slot, parts) in added.items()}
@@ -137,8 +138,12 @@ class _Part:
         self.done = False
 
 
-def _apply_part(added: dict, event: Any, lengths: list[int]) -> None:
-    """Apply a part's added or done event to its item (lengths: the choice's texts when it came)."""
+def _apply_part(added: dict, event: Any, lengths: list[int], still_open: dict) -> None:
+    """Apply a part's added or done event to its item (lengths: the choice's texts when it came).
+
+    still_open: per text, the parts added whose end is not known yet: a new part of that text ends
+    them (a look at those, not at every part of every item: n parts, not n squared).
+    """
     kind = event.get("type")
     field = "summary" if type(kind) is str and kind.startswith("response.reasoning_summary_part") else "content"
     position, index = event.get("output_index"), event.get("summary_index" if field == "summary" else "content_index")
@@ -150,11 +155,12 @@ def _apply_part(added: dict, event: Any, lengths: list[int]) -> None:
     here = lengths[which] if which is not None else 0
     parts = added[position][2]
     if kind.endswith(".added"):
-        for noted in added.values():  # a new part of the same text ends the one still open
-            for other in noted[2]:
-                if other.end is None and other.which == which:
-                    other.end = here
-        parts.append(_Part(field, index, which, part, here))
+        for other in still_open.pop(which, ()):  # a new part of the same text ends the ones still open
+            if other.end is None:
+                other.end = here
+        new = _Part(field, index, which, part, here)
+        parts.append(new)
+        still_open[which] = [new]
         return
     for noted in reversed(parts):
         if noted.field == field and noted.index == index:
