@@ -253,3 +253,18 @@ def test_tee_keeps_the_turn_within_the_budget(impl):
     assert 0 < _citations(tap.result.to_response()) < BUDGET // 100
     assert [(c.name, c.arguments) for c in seen] == [("f", {"a": 1})]
 
+
+
+def test_a_field_sent_again_the_same_in_every_chunk_is_not_counted(both):
+    # OpenRouter sends "provider" and Azure "content_filter_results" in every chunk: the turn keeps
+    # the first (nothing new after it), so a long stream of them spends nothing of the budget after it.
+    def chunk(k: int) -> bytes:
+        return _sse({"id": "c", "provider": "OpenAI", "choices": [{"index": 0, "delta": {"content": "a"},
+                     "content_filter_results": {"hate": {"filtered": False}}}]})
+    body = _CHAT_HEAD + b"".join(chunk(k) for k in range(REPEATS)) + _CHAT_TAIL
+    for impl in both:
+        result = impl.reassemble(body, format="openai-chat", limits=Limits(stream_bytes=BUDGET))
+        assert not result.errors and result.text == "a" * REPEATS
+        response = result.to_response()
+        assert response["provider"] == "OpenAI"
+        assert response["choices"][0]["content_filter_results"] == {"hate": {"filtered": False}}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._turns.openai_chat import (CALL_KNOWN, CHOICE_KNOWN, DELTA_KNOWN, ENVELOPE, FUNCTION_KNOWN, NOT_EXTRA,
-                                  ChatTurn, keep_first, merge_delta, note_logprobs)
+                                  ChatTurn, adds_to, keep_first, merge_delta, note_logprobs)
 from .inband import error_text
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
@@ -73,17 +73,24 @@ def _note_envelope(acc: Sink, turn: ChatTurn, chunk: dict) -> None:
             continue
         bit = ENVELOPE.get(key)
         if bit is None:
-            if acc.keep_own(value):
+            # (counted only when it adds: most such fields come again in every chunk, the same)
+            if adds_to(turn.envelope, key, value) and acc.keep_own(value):
                 keep_first(turn.envelope, key, value)
         elif envelope_too and not turn.have & bit:
             turn.envelope[key] = value
             turn.have |= bit
 
 
-def _note_choice(turn: ChatTurn, number: int, choice: dict) -> None:
-    """Note a choice's logprobs and the keys callstitch does not read."""
+def _note_choice(acc: Sink, turn: ChatTurn, number: int, choice: dict) -> None:
+    """Note a choice's logprobs and the keys callstitch does not read, within Limits.stream_bytes (keep_own)."""
     logprobs = choice.get("logprobs")
-    if logprobs is not None and type(logprobs) is dict:
+    record = turn.choices.get(number)
+    held = record.extras if record is not None else {}
+    # Counted only when it adds: Azure sends content_filter_results, the same shape, in every chunk.
+    if not (type(logprobs) is dict or any(key not in CHOICE_KNOWN and adds_to(held, key, value)
+                                          for key, value in choice.items())) or not acc.keep_own(choice):
+        return
+    if type(logprobs) is dict:
         note_logprobs(turn.choice(number), logprobs)
     for key, value in choice.items():
         if key not in CHOICE_KNOWN:
@@ -101,9 +108,8 @@ def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, o
     # A choice past Limits.choices keeps nothing: the accumulator refuses its text, calls and
     # finish reason, and it gets no turn record (kept None).
     kept = turn if acc.admit_choice(number) else None
-    if (kept is not None and (choice.get("logprobs") is not None or not CHOICE_KNOWN.issuperset(choice))
-            and acc.keep_own(choice)):
-        _note_choice(kept, number, choice)
+    if kept is not None and (choice.get("logprobs") is not None or not CHOICE_KNOWN.issuperset(choice)):
+        _note_choice(acc, kept, number, choice)
     delta = choice.get("delta")
     if delta is not None:
         if type(delta) is dict:

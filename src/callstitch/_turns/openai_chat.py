@@ -104,6 +104,21 @@ def keep_first(into: dict, key: Any, value: Any) -> None:
             pending.extend((held, inner, inner_value) for inner, inner_value in value.items())
 
 
+def adds_to(into: dict, key: Any, value: Any) -> bool:
+    """Tell whether keep_first(into, key, value) would keep anything new (what a field kept is counted for)."""
+    pending = [(into, key, value)]
+    while pending:
+        into, key, value = pending.pop()
+        if value is None:
+            continue
+        held = into.get(key)
+        if held is None:
+            return True
+        if type(held) is dict and type(value) is dict:
+            pending.extend((held, inner, inner_value) for inner, inner_value in value.items())
+    return False
+
+
 def merge_delta(into: dict, delta: dict) -> None:
     """Merge one delta's keys into what the earlier ones gave, as openai-python's accumulate_delta does.
 
