@@ -42,7 +42,8 @@ def _chat_unknown(k: int) -> bytes:
 
 _CHAT_HEAD = _sse({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
     {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}}]})
-_CHAT_TAIL = _sse({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}) + b"data: [DONE]\n\n"
+_CHAT_TAIL = (_sse({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+              + b"data: [DONE]\n\n")
 
 
 def _responses_item(k: int) -> bytes:

@@ -98,7 +98,8 @@ def test_values_set_twice_past_the_room_cut_the_call_all_the_same(both):
     assert results[0] == results[1]
     (call,) = results[0].tool_calls
     assert call.arguments is None and call.error.kind == "truncated"
-    assert orjson.dumps({"a": "j" * 1000}).decode().startswith(call.raw_arguments)  # the value that went past (its key counts too)
+    # the value that went past (its key counts too)
+    assert orjson.dumps({"a": "j" * 1000}).decode().startswith(call.raw_arguments)
     assert any("went past 10000 bytes" in detail for detail in _limit_errors(results[0]))
     unlimited = both[0].reassemble(body, format="gemini")
     assert unlimited.tool_calls[0].arguments == {"a": "t" * 1000}

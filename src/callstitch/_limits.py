@@ -47,7 +47,8 @@ class Limits:
     """Argument bytes of one call; the rest of that call's arguments are dropped."""
     stream_bytes: int | None = 256 * MiB
     """Argument and message-text bytes kept for the whole stream, and a server tool's input the turn keeps;
-    apart, against the same number, the bytes of the events whose other fields the turn keeps (logprobs, citations …)."""
+    apart, against the same number, the bytes of the events whose other fields the turn keeps
+    (logprobs, citations …)."""
     calls: int | None = 4096
     """Tool calls in one stream; fragments of further calls are dropped."""
     choices: int | None = 128

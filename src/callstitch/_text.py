@@ -88,7 +88,7 @@ def compact_json(value: Any) -> bytes:
 
 
 def json_size(value: Any) -> int:
-    """Return the length of value's JSON text (of its repr, for a value JSON cannot write): a field's size, for a budget."""
+    """Return the length of value's JSON text (of its repr, for a value JSON cannot write): a field's size."""
     try:
         return len(compact_json(value))
     except (TypeError, ValueError):  # (orjson's errors are both; a key that is no string, say)
