@@ -22,17 +22,11 @@ from callstitch._batch.split import Splitter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
+from test_batch_repeated_terminators import BODIES  # noqa: E402
 
 CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
 KEEP_ALIVE = b": keep-alive\n"
-ANTHROPIC = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","role":"assistant",'
-             b'"content":[],"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
-             b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
-             b'{"type":"tool_use","id":"t1","name":"f","input":{}}}\n\n'
-             b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
-             b'{"type":"input_json_delta","partial_json":"{\\"a\\": 1}"}}\n\n'
-             b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
-             b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+ANTHROPIC = BODIES["anthropic"]  # one Anthropic response with a tool call
 
 
 @pytest.fixture

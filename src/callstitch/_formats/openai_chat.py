@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._turns.openai_chat import (CALL_KNOWN, CHOICE_KNOWN, DELTA_KNOWN, ENVELOPE, FUNCTION_KNOWN, NOT_EXTRA,
-                                  ChatTurn, adds_to, keep_first, merge_delta, note_logprobs)
+                                  ChatTurn, keep_first, merge_delta, note_logprobs)
 from .inband import error_text
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
@@ -74,7 +74,7 @@ def _note_envelope(acc: Sink, turn: ChatTurn, chunk: dict) -> None:
         bit = ENVELOPE.get(key)
         if bit is None:
             # (counted only when it adds: most such fields come again in every chunk, the same)
-            if adds_to(turn.envelope, key, value) and acc.keep_own(value):
+            if keep_first(turn.envelope, key, value, dry=True) and acc.keep_own(value):
                 keep_first(turn.envelope, key, value)
         elif envelope_too and not turn.have & bit:
             turn.envelope[key] = value
@@ -87,7 +87,7 @@ def _note_choice(acc: Sink, turn: ChatTurn, number: int, choice: dict) -> None:
     record = turn.choices.get(number)
     held = record.extras if record is not None else {}
     # Counted only when it adds: Azure sends content_filter_results, the same shape, in every chunk.
-    if not (type(logprobs) is dict or any(key not in CHOICE_KNOWN and adds_to(held, key, value)
+    if not (type(logprobs) is dict or any(key not in CHOICE_KNOWN and keep_first(held, key, value, dry=True)
                                           for key, value in choice.items())) or not acc.keep_own(choice):
         return
     if type(logprobs) is dict:

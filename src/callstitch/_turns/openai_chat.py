@@ -90,8 +90,12 @@ class ChatTurn:
         self.envelope, self.have, self.choices = state
 
 
-def keep_first(into: dict, key: Any, value: Any) -> None:
-    """Keep value under key unless one is there; objects gain the keys they lack (x_groq's later usage)."""
+def keep_first(into: dict, key: Any, value: Any, dry: bool = False) -> bool:
+    """Keep value under key unless one is there; objects gain the keys they lack (x_groq's later usage).
+
+    Return whether anything new was kept; dry: only tell whether it would be (what a field is counted for).
+    """
+    kept = False
     pending = [(into, key, value)]  # a stack, not a recursion: an object may be nested 1,024 levels deep
     while pending:
         into, key, value = pending.pop()
@@ -99,24 +103,13 @@ def keep_first(into: dict, key: Any, value: Any) -> None:
             continue
         held = into.get(key)
         if held is None:
+            if dry:
+                return True
             into[key] = value
+            kept = True
         elif type(held) is dict and type(value) is dict:
             pending.extend((held, inner, inner_value) for inner, inner_value in value.items())
-
-
-def adds_to(into: dict, key: Any, value: Any) -> bool:
-    """Tell whether keep_first(into, key, value) would keep anything new (what a field kept is counted for)."""
-    pending = [(into, key, value)]
-    while pending:
-        into, key, value = pending.pop()
-        if value is None:
-            continue
-        held = into.get(key)
-        if held is None:
-            return True
-        if type(held) is dict and type(value) is dict:
-            pending.extend((held, inner, inner_value) for inner, inner_value in value.items())
-    return False
+    return kept
 
 
 def merge_delta(into: dict, delta: dict) -> None:
