@@ -22,7 +22,9 @@ from callstitch._text import compact_json
 from _formats import VARIANTS, Call, bedrock_events, bedrock_eventstream, bedrock_sse, build, compact, format_of
 from _streams import DONE, chunk, tool_delta
 
-BIGS = [2**64, -(2**63) - 1, 10**30]
+# 10**400: beyond a double too, which orjson refuses outright ("number is infinity")
+BIGS = [2**64, -(2**63) - 1, 10**30, 7 * 10**400, -(10**1000)]
+BIG_IDS = [f"{len(str(abs(v)))}digits{'-' if v < 0 else ''}" for v in BIGS]
 FLOAT = 12345678901234567890.5  # a float of 20 digits stays a float
 
 
@@ -47,7 +49,7 @@ def chat_body(call_id, name, text, pieces=4):
 
 # -- every format, arguments streamed as text or sent whole ------------------------------------------
 
-@pytest.mark.parametrize("value", BIGS)
+@pytest.mark.parametrize("value", BIGS, ids=BIG_IDS)
 def test_openai_chat_arguments_text(impl, value):
     text = arguments_text(value)
     for pieces in (1, 4, len(text)):  # the integer split across fragments too
@@ -57,7 +59,7 @@ def test_openai_chat_arguments_text(impl, value):
         assert call.raw_arguments == text
 
 
-@pytest.mark.parametrize("value", BIGS)
+@pytest.mark.parametrize("value", BIGS, ids=BIG_IDS)
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_every_format(impl, variant, value):
     call_in = Call("call_1", "f", arguments_text(value))
@@ -70,7 +72,7 @@ def test_every_format(impl, variant, value):
         assert call.raw_arguments == expected_raw
 
 
-@pytest.mark.parametrize("value", BIGS)
+@pytest.mark.parametrize("value", BIGS, ids=BIG_IDS)
 def test_openai_chat_arguments_as_an_object(impl, value):
     # GLM and llama-server send arguments as a JSON object instead of a string.
     body = chunk([tool_delta(0, id="call_1", name="f", arguments={"n": value, "l": [[value]]})]) + DONE
@@ -94,7 +96,7 @@ def test_bedrock_input_as_an_object(impl, framing):
     assert call.raw_arguments == compact(value)
 
 
-@pytest.mark.parametrize("value", BIGS)
+@pytest.mark.parametrize("value", BIGS, ids=BIG_IDS)
 def test_anthropic_start_input(impl, value):
     # A tool_use block that streams no input keeps the input its start event carried.
     call_in = Call("toolu_1", "f", "")
@@ -316,3 +318,41 @@ def test_a_big_integer_in_a_chunk_that_continues_a_call_is_kept_exact(impl, fed)
     result = acc.finalize()
     assert result.tool_calls[0].arguments == {}
     assert result.to_response()["x_trace"] == {"n": big}
+
+
+# -- beyond a double: read exactly, and only what orjson refuses for that alone ------------------------
+
+@pytest.mark.parametrize("text,kind", [
+    ('{"n": 1e400}', "malformed"),  # a float beyond a double: no number Python can hold exactly
+    ('{"n": -%s.5}' % ("9" * 400), "malformed"),
+    ('{"n": %s}' % ("7" * 5000), "malformed"),  # more digits than int() converts: as orjson, refused
+    ('{"s": "\\ud800", "n": %s}' % ("7" * 400), "malformed"),  # a lone surrogate orjson refuses, kept refused
+    ('{"n": %s' % ("7" * 400), "truncated"),
+])
+def test_what_stays_refused_beyond_a_double(impl, text, kind):
+    call, = impl.reassemble(chat_body("call_1", "f", text), format="openai-chat").tool_calls
+    assert call.arguments is None and call.error is not None and call.error.kind == kind, call.error
+    assert call.raw_arguments == text and call.error.call_id == "call_1"
+
+
+def test_past_double_reads_only_what_orjson_refuses_for_a_long_integer():
+    import orjson
+    from callstitch._exactjson import past_double
+    text = b'{"n": %s, "f": 0.5}' % (b"3" * 400)
+    with pytest.raises(orjson.JSONDecodeError) as refused:
+        orjson.loads(text)
+    assert past_double(text, refused.value) == {"n": int("3" * 400), "f": 0.5}
+    for other in (b'{"n": 1e400}', b'[1,', b'["\\ud800", %s]' % (b"3" * 400), b'"\\ud800"'):
+        with pytest.raises(orjson.JSONDecodeError) as refused:
+            orjson.loads(other)
+        with pytest.raises(orjson.JSONDecodeError):
+            past_double(other, refused.value)
+
+
+def test_an_event_with_a_long_integer_beside_the_call_is_read(impl):
+    # Not in the arguments: in the usage, which orjson alone would refuse with the whole event (and its call).
+    body = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f",'
+            b'"arguments":"{}"}}]}}],"usage":{"total_tokens":%s}}\n\ndata: [DONE]\n\n' % (b"9" * 320))
+    result = impl.reassemble(body, format="openai-chat")
+    call, = result.tool_calls
+    assert result.errors == [] and call.arguments == {} and result.usage == {"total_tokens": int("9" * 320)}

@@ -5,16 +5,20 @@ LONG_RUN digits in a row, which almost no text has: the text is looked at for su
 passes over the bytes), and only a text that has one is read again by the standard library,
 which keeps every integer exact. Digits inside a string count too: that costs the second reading,
 never a different value.
+
+orjson also refuses an integer of more than ~309 digits ("number is infinity when parsed as
+double"): it is JSON all the same, so past_double reads such a text with the standard library.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import orjson
 
-__all__ = ["LONG_RUN", "long_digit_run", "loads_exact", "exact"]
+__all__ = ["LONG_RUN", "long_digit_run", "loads_exact", "exact", "past_double", "read_standard"]
 
 # The fewest digits in a row of an integer orjson cannot hold: -2**63-1 is -9223372036854775809 (19
 # digits), 2**64 is 18446744073709551616 (20). The compiled twin's scan (_c/digits.h) uses it too.
@@ -38,6 +42,40 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):  # orjson's refusal of a fraction or exponent beyond a double, kept
+        raise ValueError("number is infinity when parsed as double")
+    return value
+
+
+def read_standard(data: bytes | bytearray | memoryview | str) -> Any:
+    """Read JSON with the standard library, as orjson would read it but for its own limits: integers exact.
+
+    NaN and Infinity (no JSON) and a number with a fraction or exponent beyond a double are refused
+    (ValueError), as orjson refuses them; so is an integer of more digits than int() converts
+    (sys.get_int_max_str_digits()).
+    """
+    return json.loads(bytes(data) if type(data) is memoryview else data, parse_constant=_reject_constant,
+                      parse_float=_finite)
+
+
+def past_double(data: bytes | bytearray | memoryview | str, exc: orjson.JSONDecodeError) -> Any:
+    """Return text orjson refused (exc) only for an integer beyond a double, read exactly; else raise why not."""
+    if not str(exc).startswith("number is infinity") or not long_digit_run(data):
+        raise exc
+    try:
+        value = read_standard(data)
+        if b"\\u" in (data.encode() if type(data) is str else bytes(data)):
+            json.dumps(value, ensure_ascii=False).encode()  # a lone surrogate: orjson refuses it, so do we
+    except json.JSONDecodeError as other:
+        # No JSON past the integer either: that error is the one that says what is wrong (cut short, say).
+        raise orjson.JSONDecodeError(other.msg, other.doc, other.pos) from None
+    except (RecursionError, ValueError):  # (UnicodeEncodeError is a ValueError)
+        raise exc from None
+    return value
+
+
 def exact(data: bytes | bytearray | memoryview | str, value: Any) -> Any:
     """Return JSON text orjson has read as value read again by the standard library, every integer exact.
 
@@ -46,18 +84,21 @@ def exact(data: bytes | bytearray | memoryview | str, value: Any) -> Any:
     more digits than int() converts (sys.get_int_max_str_digits()).
     """
     try:
-        return json.loads(bytes(data) if type(data) is memoryview else data, parse_constant=_reject_constant)
+        return read_standard(data)
     except (RecursionError, ValueError):
         return value
 
 
 def loads_exact(data: bytes | bytearray | memoryview | str, long_run: bool | None = None) -> Any:
-    """Parse JSON as orjson.loads does (and raise what it raises), integers beyond 64 bits exact.
+    """Parse JSON as orjson.loads does (and raise what it raises), integers beyond 64 bits exact (past_double too).
 
     long_run: whether data holds a run of LONG_RUN digits, when the caller knows (the compiled
     twin looks in C); None to look here.
     """
-    value = orjson.loads(data)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return past_double(data, exc)
     if long_run or (long_run is None and long_digit_run(data)):
         return exact(data, value)
     return value

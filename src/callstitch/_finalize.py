@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from ._exactjson import exact, long_digit_run, loads_exact
+from ._exactjson import exact, long_digit_run, loads_exact, past_double
 from ._limits import cut_detail
 from ._results import ArgumentsError, Choice, Result, ToolCall
 from ._state import RawJSON
@@ -53,8 +53,11 @@ def parses(data: bytes | bytearray) -> bool:
     """Tell whether data is one complete JSON value."""
     try:
         orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
+    except orjson.JSONDecodeError as exc:
+        try:
+            past_double(data, exc)
+        except orjson.JSONDecodeError:
+            return False
     return True
 
 
@@ -83,20 +86,30 @@ def parse_arguments(data: bytes | bytearray, call_id: str | None, name: str | No
         return {}, None, True
     try:
         value = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+    except orjson.JSONDecodeError as refused:
         try:
-            raw = data.decode("utf-8")
-        except UnicodeDecodeError as bad:
-            return None, ArgumentsError("malformed", "invalid UTF-8", call_id=call_id, name=name, offset=bad.start,
-                                        raw=data), False
-        kind, offset = _classify(data, exc, raw)
-        return None, ArgumentsError(kind, str(exc).split(":")[0], call_id=call_id, name=name, offset=offset,
-                                    raw=raw), False
+            value = past_double(data, refused)
+        except orjson.JSONDecodeError as exc:
+            return _unparsed(data, exc, call_id, name)
+        long_run = False  # read exactly already
     if long_run or (long_run is None and long_digit_run(data)):  # loads_exact's test written out: a call less
         value = exact(data, value)
     if type(value) is not dict:
         return None, _not_an_object(value, data, call_id, name), True
     return value, None, True
+
+
+def _unparsed(data: bytes | bytearray, exc: orjson.JSONDecodeError, call_id: str | None,
+              name: str | None) -> tuple[None, ArgumentsError, bool]:
+    """Return parse_arguments' answer for argument bytes that are no JSON: the error says what and where."""
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return None, ArgumentsError("malformed", "invalid UTF-8", call_id=call_id, name=name, offset=bad.start,
+                                    raw=data), False
+    kind, offset = _classify(data, exc, raw)
+    return None, ArgumentsError(kind, str(exc).split(":")[0], call_id=call_id, name=name, offset=offset,
+                                raw=raw), False
 
 
 def _not_an_object(value: Any, data: bytes | bytearray, call_id: str | None, name: str | None) -> ArgumentsError:

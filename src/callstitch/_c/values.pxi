@@ -13,7 +13,10 @@ cdef object _span_str_v(const cs_val *v):
 
 cdef object _loads_exact(bytes text):
     """Return _exactjson.loads_exact(text): orjson's reading, read again only when C finds a long digit run."""
-    value = _loads(text)
+    try:
+        value = _loads(text)
+    except JSONDecodeError as exc:
+        return _past_double(text, exc)  # (only an integer beyond a double is read; anything else raises exc)
     if cs_long_digit_run(<const unsigned char *><char *>text, len(text)):
         return _exact(text, value)
     return value

@@ -9,13 +9,12 @@ what an adapter may call on the accumulator is the Sink protocol (sink.py).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import openai_chat as _openai_chat
-from .._exactjson import exact, long_digit_run
+from .._exactjson import exact, long_digit_run, past_double, read_standard
 from .inband import error_text
 from .registry import ADAPTERS, AUTO, CLOSERS, DETECTION, names, new_state
 
@@ -31,25 +30,21 @@ def check_format(format: str) -> str:
     return format
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def decode_payload(data: bytes, long_run: bool | None = None) -> Any:
     """Parse one event's JSON payload with orjson, integers beyond 64 bits exact (loads_exact, long_run as it takes it).
 
     orjson refuses a lone UTF-16 surrogate escape; a server that cuts arguments by UTF-16 units
     sends exactly that, so such a payload is read with the standard library instead (which keeps
-    integers exact too), and the surrogate joined to its partner later. Anything else orjson
-    refuses is an error.
+    integers exact too), and the surrogate joined to its partner later; so is one with an integer
+    beyond a double (past_double). Anything else orjson refuses is an error.
     """
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if "surrogate" not in str(exc) or b"\\u" not in data:
-            raise
+            return past_double(data, exc)
         try:
-            return json.loads(data, parse_constant=_reject_constant)
+            return read_standard(data)
         except ValueError:
             raise exc from None
     # loads_exact's test written out: a call less on every event of the general path
