@@ -66,7 +66,7 @@ def past_double(data: bytes | bytearray | memoryview | str, exc: orjson.JSONDeco
         raise exc
     try:
         value = read_standard(data)
-        if b"\\u" in (data.encode() if type(data) is str else bytes(data)):
+        if b"\\u" in (data.encode() if isinstance(data, str) else bytes(data)):
             json.dumps(value, ensure_ascii=False).encode()  # a lone surrogate: orjson refuses it, so do we
     except json.JSONDecodeError as other:
         # No JSON past the integer either: that error is the one that says what is wrong (cut short, say).
