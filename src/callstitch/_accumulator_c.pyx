@@ -191,6 +191,7 @@ Reassemble the tool calls of one streamed response.
     cdef bint _halting  # stop right after the stream's terminator (batch reprocessing)
     cdef bint _ended_seen  # … and state.ended, read after each event that took the general path (only it sets it)
     cdef Py_ssize_t _halted_at  # where in the last fed data that happened, or -1
+    cdef bint _halt_lf  # ended at a CR that ended the read: halted() waits to see if an LF follows
     cdef bint _dropping  # dropping the rest of an event that went over the limit
     cdef bint _auto
     cdef bint _seen  # state.recognised, as last read: until then every event takes the general path
@@ -335,11 +336,22 @@ Reassemble the tool calls of one streamed response.
     cdef inline bint _ended(self) noexcept:
         return self._halting and self._ended_seen
 
+    cdef inline void _halt(self, Py_ssize_t used, bint read_used_up) noexcept:
+        """Stop after used bytes of the read; after a CR that ended it, wait for the next byte (an LF is this stream's)."""
+        if read_used_up and self._skip_lf:
+            self._halt_lf = True
+        else:
+            self._halted_at = used
+
     cdef int _feed(self, const unsigned char *p, Py_ssize_t n) except -1:
         cdef const unsigned char *origin = p  # for a halt: where this read began
         cdef Py_ssize_t fed = n
         cdef Py_ssize_t k
         if n == 0 or self._halted_at >= 0:
+            return 0
+        if self._halt_lf:  # the stream ended at a CR that ended the last read: an LF next is its too
+            self._halt_lf = self._skip_lf = False
+            self._halted_at = 1 if p[0] == b'\n' else 0
             return 0
         self._fed = True
         if self._es:
@@ -418,7 +430,7 @@ Reassemble the tool calls of one streamed response.
                 self._offset += m
                 p = self._after_eol(nl, end)
             if self._ended():
-                self._halted_at = fed if p == NULL else p - origin
+                self._halt(fed if p == NULL else p - origin, p == NULL)
                 return 0
             if p == NULL:
                 return 0
@@ -462,7 +474,7 @@ Reassemble the tool calls of one streamed response.
             self._end_tail(p, nl - p)
             p = self._after_eol(nl, end)
             if self._ended():
-                self._halted_at = fed if p == NULL else p - origin
+                self._halt(fed if p == NULL else p - origin, p == NULL)
                 return -1
             if p == NULL:
                 return -1

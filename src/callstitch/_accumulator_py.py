@@ -62,6 +62,7 @@ class Accumulator(SlotBook):
         self._event_name: str | None = None
         self._halting = False     # stop right after the stream's terminator (batch reprocessing)
         self._halted_at = -1      # where in the last fed data that happened
+        self._halt_lf = False     # ended at a CR that ended the read: halted() waits to see if an LF follows
         self._fed_from = 0        # the stream offset the data fed last starts at
         # The layout of the last chunk read inline, for the next ones (_learn_layout, _same_layout)
         self._layout: tuple | None = None
@@ -101,6 +102,10 @@ class Accumulator(SlotBook):
             data = data.encode("utf-8") if isinstance(data, str) else bytes(_framing.fed_view(data))
         if not data or self._halted_at >= 0:
             return
+        if self._halt_lf:  # the stream ended at a CR that ended the last read: an LF next is its too
+            self._halt_lf = self._skip_lf = False
+            self._halted_at = 1 if data[:1] == b"\n" else 0
+            return
         fed = len(data)
         self._fed = True
         if not self._sse:
@@ -118,10 +123,15 @@ class Accumulator(SlotBook):
             return
         # A huge read is framed a window at a time: one split of it all would make a list of every
         # event in it at once, which runs slower per byte as the read grows (out of the CPU caches).
-        for start in range(0, len(data), _WINDOW):
-            self._feed_sse(data[start:start + _WINDOW])
-            if self._halted_at >= 0:
+        start = 0
+        while start < len(data):
+            stop = start + _WINDOW
+            if data[stop - 1:stop] == b"\r":
+                stop += 1  # a CRLF in one window: a halt after it sees its LF, as after the read's last CR
+            self._feed_sse(data[start:stop])
+            if self._halted_at >= 0 or self._halt_lf:
                 return
+            start = stop
 
     def _feed_sse(self, data: bytes) -> None:
         """Frame SSE bytes that continue the stream: whole events are handled, the rest is kept."""
@@ -241,9 +251,16 @@ class Accumulator(SlotBook):
         self._tail = rest
         self._offset = pos
 
-    def _halt(self, pos: int) -> None:
-        """Stop at stream offset pos, just past the terminator: the rest of the read is not this stream's."""
-        self._halted_at = pos - self._fed_from
+    def _halt(self, pos: int, lf_may_follow: bool = False) -> None:
+        """Stop at stream offset pos, just past the terminator: the rest of the read is not this stream's.
+
+        lf_may_follow: pos is just past a CR that ended the read; the next read's first byte, if an LF,
+        is this stream's too (the line end is CRLF), so halted() waits for it (_feed).
+        """
+        if lf_may_follow:
+            self._halt_lf = True
+        else:
+            self._halted_at = pos - self._fed_from
         self._tail = b""
         self._offset = pos
 
@@ -268,6 +285,7 @@ class Accumulator(SlotBook):
         if buf.endswith(b"\r"):
             self._skip_lf = True
         pos = self._offset
+        end = pos + len(buf) - len(tail)  # where the last whole line ends
         limit = self._max_event
         state = self._state
         for line in lines:
@@ -280,7 +298,7 @@ class Accumulator(SlotBook):
                 self._line(line, pos)
             pos += n
             if self._halting and state.ended:
-                return self._halt(pos)
+                return self._halt(pos, self._skip_lf and pos == end)
         self._offset = pos
         self._tail = tail
         if len(tail) > limit:
