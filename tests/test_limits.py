@@ -115,6 +115,23 @@ def test_a_line_that_never_ends_is_not_held(impl):
     assert [e.kind for e in result.errors] == ["limit"]
 
 
+def test_a_long_line_in_tiny_reads_is_held_at_about_its_size(impl):
+    # A gateway may see reads of a few bytes: a line growing by them is held as one buffer, not as
+    # one object per read (the pure twin once held ~20x the line this way, 43 MB for 2 MB).
+    text = orjson.dumps({"x": "y" * 200_000}).decode()
+    body = chunk([tool_delta(0, id="call_a", name="f", arguments=text)])
+    acc = impl.Accumulator(format="openai-chat")
+    tracemalloc.start()
+    cut = len(body) - 4  # the line's last bytes come after the measure
+    for k in range(0, cut, 2):
+        acc.feed(body[k:min(k + 2, cut)])
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    acc.feed(body[cut:])
+    call, = acc.finalize().tool_calls
+    assert call.raw_arguments == text and held < 2 * len(body) + (256 << 10), held
+
+
 def test_limits_in_ndjson_and_event_stream_framings(impl):
     ollama = build("ollama", CALLS[:1])
     body = b'{"pad": "' + b"z" * 200_000 + b'"}\n' + ollama

@@ -49,14 +49,15 @@ class Accumulator(SlotBook):
         self._sse = self._state.framing == _framing.SSE
         # SSE framing state
         self._tail = b""          # an incomplete line carried to the next feed
-        self._more: list[bytes] = []  # later reads that continue the tail line, not yet joined
+        # Later reads that continue the tail line, not yet joined to it: one buffer, not a list of
+        # reads (a line fed two bytes at a time held ~20x its size as bytes objects).
+        self._more = bytearray()
         self._offset = 0          # stream offset of the first byte of _tail
         self._started = False     # the BOM check is done
         self._skip_lf = False     # the last feed ended in CR: a leading LF belongs to it
         self._data: list[bytes] = []
         self._data_size = 0       # the event's data so far, lines joined, against Limits.event_bytes
         self._data_offset = 0
-        self._more_size = 0
         self._skipping = False    # dropping the rest of an over-long line
         self._dropping = False    # dropping the rest of an event that went over the limit
         self._event_name: str | None = None
@@ -117,7 +118,7 @@ class Accumulator(SlotBook):
         if self._halting:
             # Where the fed data begins, as a stream offset (for a halt at the terminator); data may
             # start with bytes held from before it (route's head), so count back from its end.
-            self._fed_from = self._offset + len(self._tail) + self._more_size - (fed - len(data))
+            self._fed_from = self._offset + len(self._tail) + len(self._more) - (fed - len(data))
         if len(data) <= _WINDOW:
             self._feed_sse(data)
             return
@@ -156,15 +157,13 @@ class Accumulator(SlotBook):
             if not data:
                 return
         if self._tail and b"\n" not in data and b"\r" not in data:
-            self._more.append(data)  # a long line still growing: join it once, when it ends
-            self._more_size += len(data)
-            if len(self._tail) + self._more_size > self._max_event:
+            self._more += data  # a long line still growing: join it once, when it ends
+            if len(self._tail) + len(self._more) > self._max_event:
                 self._drop_tail()
             return
         if self._more:
-            self._tail = b"".join([self._tail, *self._more])
-            self._more = []
-            self._more_size = 0
+            self._tail += self._more
+            self._more = bytearray()
         buf = self._tail + data if self._tail else data
         if b"\r" in buf or len(buf) > self._max_event:
             self._feed_lines(buf)
@@ -307,10 +306,9 @@ class Accumulator(SlotBook):
     def _drop_tail(self) -> None:
         """Drop the line being received: it is over Limits.event_bytes; skip to its end."""
         line_dropped(self._state, self._max_event, self._offset)
-        self._offset += len(self._tail) + self._more_size
+        self._offset += len(self._tail) + len(self._more)
         self._tail = b""
-        self._more = []
-        self._more_size = 0
+        self._more = bytearray()
         self._skipping = True
         self._drop_event()
 
@@ -547,8 +545,8 @@ class Accumulator(SlotBook):
         if self._skip_lf:
             self._skip_lf = False
         if self._more:
-            self._tail = b"".join([self._tail, *self._more])
-            self._more = []
+            self._tail += self._more
+            self._more = bytearray()
         if self._tail:
             tail, self._tail = self._tail, b""
             self._line(tail, self._offset)
