@@ -337,7 +337,7 @@ def test_what_stays_refused_beyond_a_double(impl, text, kind):
 
 def test_past_double_reads_only_what_orjson_refuses_for_a_long_integer():
     import orjson
-    from callstitch._exactjson import past_double
+    from callstitch._exactjson import REFUSED, past_double
     text = b'{"n": %s, "f": 0.5}' % (b"3" * 400)
     with pytest.raises(orjson.JSONDecodeError) as refused:
         orjson.loads(text)
@@ -345,8 +345,13 @@ def test_past_double_reads_only_what_orjson_refuses_for_a_long_integer():
     for other in (b'{"n": 1e400}', b'[1,', b'["\\ud800", %s]' % (b"3" * 400), b'"\\ud800"'):
         with pytest.raises(orjson.JSONDecodeError) as refused:
             orjson.loads(other)
-        with pytest.raises(orjson.JSONDecodeError):
-            past_double(other, refused.value)
+        assert past_double(other, refused.value) is REFUSED, other
+    cut = b'{"n": %s' % (b"3" * 400)  # no JSON past the integer either: the error says where
+    with pytest.raises(orjson.JSONDecodeError) as refused:
+        orjson.loads(cut)
+    with pytest.raises(orjson.JSONDecodeError) as why:
+        past_double(cut, refused.value)
+    assert why.value.pos == len(cut)
 
 
 def test_an_event_with_a_long_integer_beside_the_call_is_read(impl):

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["LONG_RUN", "long_digit_run", "loads_exact", "exact", "past_double", "read_standard"]
+__all__ = ["LONG_RUN", "long_digit_run", "loads_exact", "exact", "past_double", "read_standard", "REFUSED"]
 
 # The fewest digits in a row of an integer orjson cannot hold: -2**63-1 is -9223372036854775809 (19
 # digits), 2**64 is 18446744073709551616 (20). The compiled twin's scan (_c/digits.h) uses it too.
@@ -60,19 +60,26 @@ def read_standard(data: bytes | bytearray | memoryview | str) -> Any:
                       parse_float=_finite)
 
 
+REFUSED = object()  # past_double's answer when orjson's refusal stands
+
+
 def past_double(data: bytes | bytearray | memoryview | str, exc: orjson.JSONDecodeError) -> Any:
-    """Return text orjson refused (exc) only for an integer beyond a double, read exactly; else raise why not."""
+    """Return text orjson refused (exc) only for an integer beyond a double, read exactly; else REFUSED.
+
+    Raises a JSONDecodeError of its own when the text is no JSON past the integer either: that error
+    says what is wrong (cut short, say). exc is never raised here: raised from this frame, which
+    holds it, it would make a reference cycle per refused event, left to the garbage collector.
+    """
     if not str(exc).startswith("number is infinity") or not long_digit_run(data):
-        raise exc
+        return REFUSED
     try:
         value = read_standard(data)
         if b"\\u" in (data.encode() if isinstance(data, str) else bytes(data)):
             json.dumps(value, ensure_ascii=False).encode()  # a lone surrogate: orjson refuses it, so do we
     except json.JSONDecodeError as other:
-        # No JSON past the integer either: that error is the one that says what is wrong (cut short, say).
         raise orjson.JSONDecodeError(other.msg, other.doc, other.pos) from None
     except (RecursionError, ValueError):  # (UnicodeEncodeError is a ValueError)
-        raise exc from None
+        return REFUSED
     return value
 
 
@@ -98,7 +105,10 @@ def loads_exact(data: bytes | bytearray | memoryview | str, long_run: bool | Non
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        return past_double(data, exc)
+        value = past_double(data, exc)
+        if value is REFUSED:
+            raise
+        return value
     if long_run or (long_run is None and long_digit_run(data)):
         return exact(data, value)
     return value

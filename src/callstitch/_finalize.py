@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from ._exactjson import exact, long_digit_run, loads_exact, past_double
+from ._exactjson import REFUSED, exact, long_digit_run, loads_exact, past_double
 from ._limits import cut_detail
 from ._results import ArgumentsError, Choice, Result, ToolCall
 from ._state import RawJSON
@@ -55,7 +55,7 @@ def parses(data: bytes | bytearray) -> bool:
         orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         try:
-            past_double(data, exc)
+            return past_double(data, exc) is not REFUSED
         except orjson.JSONDecodeError:
             return False
     return True
@@ -91,6 +91,8 @@ def parse_arguments(data: bytes | bytearray, call_id: str | None, name: str | No
             value = past_double(data, refused)
         except orjson.JSONDecodeError as exc:
             return _unparsed(data, exc, call_id, name)
+        if value is REFUSED:
+            return _unparsed(data, refused, call_id, name)
         long_run = False  # read exactly already
     if long_run or (long_run is None and long_digit_run(data)):  # loads_exact's test written out: a call less
         value = exact(data, value)

@@ -16,7 +16,10 @@ cdef object _loads_exact(bytes text):
     try:
         value = _loads(text)
     except JSONDecodeError as exc:
-        return _past_double(text, exc)  # (only an integer beyond a double is read; anything else raises exc)
+        value = _past_double(text, exc)  # only an integer beyond a double is read
+        if value is _REFUSED:
+            raise
+        return value
     if cs_long_digit_run(<const unsigned char *><char *>text, len(text)):
         return _exact(text, value)
     return value

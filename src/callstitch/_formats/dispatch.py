@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import openai_chat as _openai_chat
-from .._exactjson import exact, long_digit_run, past_double, read_standard
+from .._exactjson import REFUSED, exact, long_digit_run, past_double, read_standard
 from .inband import error_text
 from .registry import ADAPTERS, AUTO, CLOSERS, DETECTION, names, new_state
 
@@ -42,7 +42,10 @@ def decode_payload(data: bytes, long_run: bool | None = None) -> Any:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if "surrogate" not in str(exc) or b"\\u" not in data:
-            return past_double(data, exc)
+            value = past_double(data, exc)
+            if value is REFUSED:
+                raise
+            return value
         try:
             return read_standard(data)
         except ValueError:
