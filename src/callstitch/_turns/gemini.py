@@ -68,12 +68,13 @@ class GeminiTurn:
     the log's length after its entry or an envelope's, while nothing else has been logged since; the
     compiled twin appends part entries itself and keeps its own note).
     folded: what the envelopes taken out of the log said (the top-level fields, and per candidate
-    a record with no parts), or None; pending: the envelopes logged since. An envelope changes
-    only fields, a part entry only parts: the two kinds commute, so folding the envelopes early
-    reads the same.
+    a record with no parts), or None; pending: the envelopes logged since; clean: the length of the
+    log's start that holds no envelope (what the last fold left), which the next fold need not read.
+    An envelope changes only fields, a part entry only parts: the two kinds commute, so folding the
+    envelopes early reads the same.
     """
 
-    __slots__ = ("log", "envelope", "folded", "pending", "open_run")
+    __slots__ = ("log", "envelope", "folded", "pending", "open_run", "clean")
 
     def __init__(self) -> None:
         self.log: list[tuple] = []
@@ -81,6 +82,7 @@ class GeminiTurn:
         self.folded: tuple[dict[str, Any], dict[int, GeminiCandidate]] | None = None
         self.pending = 0
         self.open_run: tuple[int, Any, int] = _NO_RUN
+        self.clean = 0
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
         """Log a part's event, with where the choice's texts end before it."""
@@ -100,7 +102,11 @@ class GeminiTurn:
         if type(listed) is list:
             envelope["candidates"] = [_without_parts(candidate) if kept else None
                                       for candidate, kept in zip(listed, admitted)]
-        if envelope != self.envelope:
+        try:
+            changed = envelope != self.envelope
+        except RecursionError:  # nested near orjson's 1,024 levels, under a deep stack: a repeat logged is harmless
+            changed = True
+        if changed:
             self.log_envelope(envelope)
 
     def log_envelope(self, envelope: Any) -> None:
@@ -127,14 +133,18 @@ class GeminiTurn:
     def fold(self) -> None:
         """Take the envelopes out of the log into folded, in order; the log keeps its part entries."""
         fields, candidates = self.folded if self.folded is not None else ({}, {})
+        log = self.log
+        # Only what came after the last fold: the part entries before it stay where they are, and
+        # reading them again at every fold made a stream of parts and changing envelopes quadratic.
         kept = []
-        for entry in self.log:
+        for entry in log[self.clean:]:
             if entry[0] == ENVELOPE:
                 envelope = entry[4]
                 _take_envelope(fields, candidates, envelope if type(envelope) is dict else loads_exact(envelope))
             else:
                 kept.append(entry)
-        self.log[:] = kept  # in place: the compiled twin holds the list
+        log[self.clean:] = kept  # in place: the compiled twin holds the list
+        self.clean = len(log)
         self.folded = (fields, candidates)
         self.pending = 0
 
@@ -160,7 +170,7 @@ class GeminiCandidate:
     signature, extras]`` (the ordinal-th call of the choice), ``[OTHER, part]``.
     """
 
-    __slots__ = ("fields", "content", "parts", "run", "calls", "cited")
+    __slots__ = ("fields", "content", "parts", "run", "calls", "last_call", "cited")
 
     def __init__(self) -> None:
         self.fields: dict[str, Any] = {}
@@ -168,6 +178,9 @@ class GeminiCandidate:
         self.parts: list[list] = []
         self.run: list | None = None
         self.calls = 0
+        # Where in parts the last CALL entry is (-1: none): a later signature goes there, found
+        # without walking back over the parts since (one signature per chunk made that quadratic).
+        self.last_call = -1
         # The citation lists this record merged into, by key: its own copies, and what they hold.
         self.cited: dict[str, _Seen] = {}
 
@@ -195,8 +208,8 @@ class GeminiCandidate:
     def _more_citations(self, new: dict) -> None:
         """Add the citations of a later citationMetadata to those kept, each once; its other fields replace theirs.
 
-        The lists grow in place, and each citation is looked for among the equal-looking ones only:
-        a stream of n chunks that each cite costs n, not n squared. The log's own objects stay as read.
+        The lists grow in place, and each citation is looked for by its key (_key), never compared to
+        the others: a stream of n chunks that each cite costs n, not n squared. The log's own objects stay as read.
         """
         kept = self.fields["citationMetadata"]
         if type(kept) is not dict:
@@ -253,14 +266,12 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
         if kind == RUN:
             record.text(a, (length0, length1), b)
         elif kind == CALL_SIGNATURE:
-            for entry in reversed(record.parts):
-                if entry[0] == CALL:
-                    if entry[2] is None:
-                        entry[2] = a
-                    break
+            if record.last_call >= 0 and record.parts[record.last_call][2] is None:
+                record.parts[record.last_call][2] = a
         else:
             record.close_run((length0, length1))
             if kind == CALL:
+                record.last_call = len(record.parts)
                 record.parts.append([CALL, record.calls, a, b])
                 record.calls += 1
             else:
@@ -287,51 +298,67 @@ def _take_envelope(fields: dict, candidates: dict, obj: dict) -> None:
 class _Seen:
     """The JSON values of a list, for telling whether a value equal to one is in it without comparing it to all."""
 
-    __slots__ = ("buckets", "loose")
+    __slots__ = ("keys", "loose")
 
     def __init__(self, items: list) -> None:
-        self.buckets: dict[Any, list] = {}  # by _shape: values equal to each other have one shape
-        self.loose: list = []  # values with no shape (nested too deep, keys of several types): compared one by one
+        self.keys: set[tuple] = set()  # by _key: values equal to each other (==) have one key, others not
+        self.loose: list = []  # values with no key (no JSON value: keys that do not sort, an unhashable leaf)
         self.update(items)
 
     def update(self, items: list) -> None:
         for item in items:
-            shape = _shape(item)
-            if shape is _NO_SHAPE:
+            key = _key(item)
+            if key is None:
                 self.loose.append(item)
             else:
-                self.buckets.setdefault(shape, []).append(item)
+                self.keys.add(key)
 
     def __contains__(self, item: Any) -> bool:
-        shape = _shape(item)
-        return item in self.loose if shape is _NO_SHAPE else item in self.buckets.get(shape, ())
+        key = _key(item)
+        return item in self.loose if key is None else key in self.keys
 
 
-_NO_SHAPE = object()
+# The marks a key writes for a container's start and end: no value read from JSON is equal to one.
+_DICT, _LIST, _END = object(), object(), object()
 
 
-def _shape(value: Any, depth: int = 0) -> Any:
-    """Return a hashable form of a JSON value that values equal to it (==) share; _NO_SHAPE when it has none."""
-    kind = type(value)
-    if kind is dict:
-        if depth > 20:
-            return _NO_SHAPE
-        try:
-            items = sorted(value.items())
-        except TypeError:  # keys of several types
-            return _NO_SHAPE
-        shapes = [(key, _shape(inner, depth + 1)) for key, inner in items]
-        return _NO_SHAPE if any(shape is _NO_SHAPE for _key, shape in shapes) else ("{", tuple(shapes))
-    if kind is list:
-        if depth > 20:
-            return _NO_SHAPE
-        shapes = [_shape(inner, depth + 1) for inner in value]
-        return _NO_SHAPE if any(shape is _NO_SHAPE for shape in shapes) else ("[", tuple(shapes))
-    try:  # (equal numbers hash alike: 1, 1.0 and True share a bucket, as == has them)
-        hash(value)
-    except TypeError:
-        return _NO_SHAPE
-    return value
+def _key(value: Any) -> tuple | None:
+    """Return a flat hashable form of a JSON value that exactly the values equal to it (==) share; None when none.
+
+    The value written out token by token (a mark for each dict and list and its end, a dict's keys
+    sorted, as == ignores their order; the scalars as they are, so 1, 1.0 and True are one, as ==
+    has them) by a loop, not recursion, into one flat tuple: a value nested past any depth (orjson
+    reads 1,024 levels) costs its size, never a RecursionError, and no set lookup recurses (a nested
+    tuple's hash would, in C). Values that only a bounded-depth form could tell apart were compared
+    one by one: a stream of deep citations was quadratic.
+    """
+    out: list = []
+    todo = [value]  # what is left to write, the next last
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is dict:
+            try:
+                names = sorted(item)
+            except TypeError:  # keys of several types
+                return None
+            out.append(_DICT)
+            todo.append(_END)
+            for name in reversed(names):
+                todo.append(item[name])
+                todo.append(name)  # (a key is a scalar: written as one)
+        elif kind is list:
+            out.append(_LIST)
+            todo.append(_END)
+            todo.extend(reversed(item))
+        else:
+            out.append(item)
+    key = tuple(out)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable scalar
+        return None
+    return key
 
 
 # ---------------------------------------------------------------- building the objects
