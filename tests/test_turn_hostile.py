@@ -327,7 +327,9 @@ def test_gemini_citations_over_many_chunks_cost_their_number_not_its_square():
 _SCALAR = st.one_of(st.sampled_from(["a", "b", ""]), st.integers(-3, 3), st.sampled_from([1.5, None]))
 _FIELD = st.recursive(_SCALAR, lambda inner: st.one_of(
     st.lists(inner, max_size=3),
-    st.lists(st.fixed_dictionaries({"index": st.integers(0, 2)}, optional={"v": inner, "type": st.just("t")}),
+    # (-1: the last entry, or the first when none is held, as the SDK has it; further back the SDK
+    # inserts at the front, which the record does not, see _merge_list)
+    st.lists(st.fixed_dictionaries({"index": st.integers(-1, 2)}, optional={"v": inner, "type": st.just("t")}),
              max_size=3),
     # ("index" only as an integer: the record skips an entry whose index is no int, true included,
     # where the SDK takes true for 1)
@@ -353,6 +355,20 @@ def test_merged_delta_fields_equal_the_sdks_accumulate_delta(deltas):
         except (TypeError, ValueError, IndexError, KeyError, RuntimeError):
             return  # a pairing the SDK refuses: nothing to compare with
     assert owned(record) == sdk
+
+
+@pytest.mark.parametrize("first,joined", [([{"index": -1}], "b"), ([{"index": -7, "v": "a"}], "ab"),
+                                          (["s", {"index": -1}], "b"), ([], "b")])
+def test_a_negative_index_in_a_delta_list_never_stops_the_stream(impl, first, joined):
+    # An IndexError out of feed() on both twins: -1 read an entry of an empty list. Now -1 is the
+    # last entry (or the first, when none is held), as the SDK has it; further back, one more at the end.
+    later = [{"index": -1, "v": "b"}, {"index": -9, "w": 1}]
+    deltas = [{"content": "x", "extra": first}, {"content": "y", "extra": later}]
+    body = sse(*(chunk_obj([choice_obj(delta)]) for delta in deltas))
+    result = impl.reassemble(body, format="openai-chat")
+    assert result.errors == [] and result.choices[0].text == "xy"
+    extra = result.to_response()["choices"][0]["message"]["extra"]
+    assert extra == [{"index": -1, "v": joined}, {"index": -9, "w": 1}]  # ("s": no object, kept out as before)
 
 
 @pytest.mark.parametrize("where", ["delta", "choice", "envelope"])

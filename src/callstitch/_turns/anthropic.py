@@ -83,18 +83,20 @@ class AnthropicTurn:
     message_object()), None until it came; log: the block starts
     and stops as they came, not yet read into blocks: (index, start object, which, text position)
     for a start, (index, text position, thinking position) for a stop (text positions: where the
-    choice's next text of each kind goes); deltas: the message_delta delta objects (the compiled
-    twin keeps each event's JSON text), or None. Read from the log (settle()): blocks, the content
+    choice's next text of each kind goes); deltas: the message_delta delta objects not yet folded
+    (the compiled twin keeps each event's JSON text), or None; fields: those folded so far, later
+    over earlier, in a dict of the turn's own, or None. Read from the log (settle()): blocks, the content
     blocks in order of their start; by_index, the latest block started at each index; open, per
     kind of text (TEXT, THINKING), the block whose text is arriving, or None.
     """
 
-    __slots__ = ("message", "log", "deltas", "blocks", "by_index", "open")
+    __slots__ = ("message", "log", "deltas", "fields", "blocks", "by_index", "open")
 
     def __init__(self) -> None:
         self.message: dict | bytes | None = None
         self.log: list[tuple] = []
         self.deltas: list | None = None
+        self.fields: dict | None = None
         self.blocks: list[Block] = []
         self.by_index: dict[int, Block] = {}
         self.open: list[Block | None] = [None, None]
@@ -142,23 +144,33 @@ class AnthropicTurn:
         self.open[which] = block
 
     def add_delta(self, delta: Any) -> None:
-        """Keep a message_delta's delta (or its event's text); every FOLD_AT of them, fold them into one object."""
+        """Keep a message_delta's delta (or its event's text); every FOLD_AT of them, fold them into the fields."""
         if self.deltas is None:
             self.deltas = [delta]
             return
         self.deltas.append(delta)
         if len(self.deltas) >= FOLD_AT:  # a stream that repeats message_delta must not be held event by event
-            self.deltas = [self.delta_fields()]
+            # Folded into the same dict each time, never a copy of it: a stream whose every
+            # message_delta brings new keys would otherwise copy all the earlier ones per fold.
+            if self.fields is None:
+                self.fields = {}
+            _fold(self.fields, self.deltas)
+            self.deltas.clear()
 
     def delta_fields(self) -> dict:
-        """Return the message_delta fields, later ones over earlier."""
-        fields: dict = {}
-        for delta in self.deltas or ():
-            if type(delta) is bytes:  # the text of its message_delta event (the compiled twin)
-                delta = loads_exact(delta).get("delta")
-            if type(delta) is dict:
-                fields.update(delta)
+        """Return the message_delta fields, later ones over earlier (a dict of the caller's own)."""
+        fields = dict(self.fields) if self.fields is not None else {}
+        _fold(fields, self.deltas or ())
         return fields
+
+
+def _fold(fields: dict, deltas: Any) -> None:
+    """Update fields with each delta in turn (an event's text is read first)."""
+    for delta in deltas:
+        if type(delta) is bytes:  # the text of its message_delta event (the compiled twin)
+            delta = loads_exact(delta).get("delta")
+        if type(delta) is dict:
+            fields.update(delta)
 
 
 def response(result: Any, turn: AnthropicTurn | None) -> dict[str, Any]:
@@ -229,7 +241,8 @@ class _Texts:
         data = self.data[block.which]
         if data is None:
             data = self.data[block.which] = text.encode()
-        return b"".join(data[start:len(data) if end < 0 else end] for start, end in block.spans).decode("utf-8", "replace")
+        pieces = (data[start:len(data) if end < 0 else end] for start, end in block.spans)
+        return b"".join(pieces).decode("utf-8", "replace")
 
 
 class _Calls(CallsById):

@@ -117,8 +117,9 @@ def merge_delta(into: dict, delta: dict) -> None:
 
     A key not held (or held as null) takes the value; "index" and "type" are replaced; strings
     are joined and numbers added; objects merge; lists of objects with an "index" merge entry by
-    index, other lists are extended. Joined strings and extended lists are held as Growing until
-    read (owned() gives their value), so that a stream of n pieces costs n, not n squared.
+    index, other lists are extended. Joined strings and lists, extended or merged into, are held
+    as Growing until read (owned() gives their value), so that a stream of n pieces costs n, not n
+    squared: a list is read whole at most once, when a delta first merges into it.
 
     The nested objects are merged from a queue, not by recursion (an object may be nested 1,024
     levels deep): first in, first out, so that pieces for one object merge in the order sent.
@@ -141,9 +142,7 @@ def merge_delta(into: dict, delta: dict) -> None:
             elif type(held) is Growing:
                 # A list extended with objects, or still empty when indexed objects come: from now
                 # on merged entry by index, as the SDK does.
-                held = into[key] = held.value()
-                if type(value) is list:
-                    _merge_list(held, value, pending)
+                held.merge(value, pending)
             elif type(held) is str and type(value) is str:
                 into[key] = Growing(held, value, True)
             elif _number(held) and _number(value):
@@ -151,19 +150,25 @@ def merge_delta(into: dict, delta: dict) -> None:
             elif type(held) is dict and type(value) is dict:
                 pending.append((held, value))
             elif type(held) is list and type(value) is list:
+                # A list as one value sent it, merged into for the first time: read whole this once,
+                # then held as a Growing that knows what it holds, so no later delta reads it again
+                # (the SDK rereads it on each: a long list then many short deltas cost their product).
                 if _scalars(held) and (held or not _indexed(value)):
                     into[key] = Growing(held, fresh(value), False)
                 else:
-                    _merge_list(held, value, pending)
+                    Growing.by_index(into, key, held).merge(value, pending)
             # Any other pairing (a string then an object, say) keeps what was held, as the SDK does.
 
 
 class Growing:
-    """A string being joined or a list of scalars being extended, kept as its pieces until read.
+    """A string being joined or a list being extended (kept as its pieces) or merged into by index, until read.
 
-    The SDK joins (or extends) on every delta, which copies all that came before each time: a
-    hostile stream of many small pieces would cost the square of its length. Only merge_delta makes
-    one, only in a ChoiceTurn's message and calls; owned() reads it. Pickled as its value.
+    The SDK joins (or extends) on every delta, which copies all that came before each time, and
+    rereads the whole list to tell whether it holds scalars alone: a hostile stream of many small
+    pieces would cost the square of its length. A list's Growing keeps that answer as it goes
+    instead: mixed, it holds more than scalars (then it is one list, merged into by index); size,
+    how many items it holds. Only merge_delta makes one, only in a ChoiceTurn's message and calls;
+    owned() reads it. Pickled as its value.
     """
 
     __slots__ = ("pieces", "text", "mixed", "size")
@@ -173,6 +178,16 @@ class Growing:
         self.text = text  # True: str pieces, joined; False: lists, concatenated
         self.mixed = not text and not _scalars(second)  # the list now holds more than scalars
         self.size = 0 if text else len(first) + len(second)
+
+    @classmethod
+    def by_index(cls, into: dict, key: Any, held: list) -> Growing:
+        """Hold into[key], a list merged by index from now on (it holds more than scalars, or nothing), as a Growing."""
+        grown = into[key] = cls.__new__(cls)
+        grown.pieces = [held]
+        grown.text = False
+        grown.mixed = bool(held)  # not empty: merge_delta found more than scalars in it
+        grown.size = len(held)
+        return grown
 
     def indexed(self, value: Any) -> bool:
         """Tell whether value must be merged by index into the list held (the list is no longer scalars alone)."""
@@ -189,11 +204,24 @@ class Growing:
             self.mixed = not _scalars(value)
             self.size += len(value)
 
+    def merge(self, value: Any, pending: deque) -> None:
+        """Merge a later delta's list into the list held, entry by index (merge_delta's queue: pending)."""
+        if len(self.pieces) > 1:
+            self.pieces = [[item for piece in self.pieces for item in piece]]  # once: then merged in place
+        held = self.pieces[0]
+        if type(value) is list:
+            _merge_list(held, value, pending)
+        self.size = len(held)
+        # It held more than scalars, or nothing, and _merge_list adds objects only: not empty is mixed.
+        self.mixed = self.size > 0
+
     def value(self) -> Any:
-        """Return the joined string or the extended list (a new list each time)."""
+        """Return the joined string or the list (a new one each time, any Growing in its entries read)."""
         if self.text:
             return "".join(self.pieces)
-        return [item for piece in self.pieces for item in piece]
+        items = [item for piece in self.pieces for item in piece]
+        # Entries merged into by index may hold a Growing of their own (fresh reads the outer one only).
+        return fresh(items, Growing) if self.mixed else items
 
     def __reduce__(self) -> tuple:
         return (_unpickled, (self.value(),))
@@ -214,11 +242,13 @@ def _merge_list(held: list, value: list, pending: deque) -> None:
         if type(entry) is not dict or type(entry.get("index")) is not int:
             continue  # the SDK raises here; a stream that does this keeps what it had
         index = entry["index"]
-        if index < len(held):
+        if -len(held) <= index < len(held):  # (a negative index counts from the end, as the SDK's does)
             if type(held[index]) is dict:
                 pending.append((held[index], entry))
         else:
-            held.insert(index, fresh(entry))
+            # Past the end, added there, as the SDK does. Before the start, too: the SDK inserts it
+            # at the front, a move of the whole list per entry, which a stream of them makes quadratic.
+            held.append(fresh(entry))
 
 
 def _scalars(held: list) -> bool:
