@@ -25,7 +25,8 @@ def cut_or_whole(limited: Any, unlimited: Any, events_dropped: bool = False) -> 
     Each call of limited must be the call of unlimited at the same (choice, index), either
     identical or cut (same id and name, its raw text a prefix of the unlimited one's, when that
     was not rewritten by a quirk). Each text, reasoning and refusal must be a prefix of the
-    unlimited one. Calls dropped whole (Limits.calls, Limits.choices) are simply absent.
+    unlimited one. Calls dropped whole (Limits.calls, Limits.choices) are simply absent; no other
+    call may be.
 
     events_dropped: Limits.event_bytes may have dropped events. A call whose every piece was in
     them is absent, so the others' positions shift: the calls of each choice are matched in order
@@ -50,7 +51,16 @@ def cut_or_whole(limited: Any, unlimited: Any, events_dropped: bool = False) -> 
                 problems.append(f"cut {call!r} kept {call.raw_arguments!r}, not a prefix of {ref.raw_arguments!r}")
         elif call != ref or call.arguments != ref.arguments or type(call.arguments) is not type(ref.arguments):
             problems.append(f"{call!r} was altered: unlimited it is {ref!r}")
+    if not _capped(limited):  # then no call may be missing (a cut one once took the next one with it)
+        kept = {(c.choice, c.index) for c in limited.tool_calls}
+        problems += [f"{ref!r} is missing, with no limit on calls or choices reached"
+                     for key, ref in whole.items() if key not in kept]
     return problems + _texts_kept(limited, unlimited)
+
+
+def _capped(result: Any) -> bool:
+    """Tell whether Limits.calls or Limits.choices dropped calls whole from result."""
+    return any(e.kind == "limit" and ("Limits.calls" in str(e) or "Limits.choices" in str(e)) for e in result.errors)
 
 
 def _texts_kept(limited: Any, unlimited: Any) -> list[str]:

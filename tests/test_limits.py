@@ -741,6 +741,38 @@ def test_a_name_changing_after_cut_arguments_still_starts_a_new_call(impl, limit
     assert [c.name for c in limited.tool_calls] == ["f", "g"] and is_cut(limited.tool_calls[0])
 
 
+@pytest.mark.parametrize("limits", [Limits(stream_bytes=40), Limits(call_bytes=40)], ids=["stream", "call"])
+@pytest.mark.parametrize("fresh_ids", [False, True], ids=["one-id", "an-id-per-piece"])
+@pytest.mark.parametrize("step", [None, 7], ids=["whole", "7-byte-reads"])
+def test_a_new_id_under_a_cut_calls_index_is_still_a_new_call(impl, limits, fresh_ids, step):
+    # Under one index, a new id with no name starts a new call once the call's text is complete,
+    # and continues it while not (servers that send a fresh id with every piece: Kimi, LM Studio).
+    # Cut at a limit, the text kept never completes, so the next call was taken for more of the
+    # cut one and dropped with it, in silence. What was dropped is now read for its structure.
+    text = '{"x": "' + "y" * 120 + '", "n": [1, {"k": "}"}]}'
+    pieces = [text[k:k + 9] for k in range(0, len(text), 9)]
+    body = chunk([tool_delta(0, id="call_a", name="f", arguments="")])
+    body += b"".join(chunk([tool_delta(0, id=f"call_a{k}" if fresh_ids else MISSING, arguments=piece)])
+                     for k, piece in enumerate(pieces))
+    body += chunk([tool_delta(0, id="call_b", arguments='{"z": ')]) + chunk([tool_delta(0, arguments="1}")])
+    body += chunk([tool_delta(1, id="call_c", name="g", arguments="{}")]) + DONE
+    reads = [body] if step is None else [body[k:k + step] for k in range(0, len(body), step)]
+
+    def run(limits):
+        acc = impl.Accumulator(format="openai-chat", limits=limits)
+        for read in reads:
+            acc.feed(read)
+        return acc.finalize()
+    unlimited, limited = run(None), run(limits)
+    assert [(c.id, c.raw_arguments) for c in unlimited.tool_calls] == [
+        ("call_a", text), ("call_b", '{"z": 1}'), ("call_c", "{}")]
+    assert cut_or_whole(limited, unlimited) == []
+    first, *rest = limited.tool_calls
+    assert first.id == "call_a" and is_cut(first) and [c.id for c in rest] == ["call_b", "call_c"]
+    if limits.call_bytes == 40:  # (under stream_bytes, call_b comes after the budget is spent: cut too)
+        assert [c.arguments for c in rest] == [{"z": 1}, {}]
+
+
 def test_a_cut_cumulative_call_keeps_its_text_as_sent(impl):
     # Found by the limits property test: a call whose pieces each repeat the text before them keeps
     # only the latest; cut, it must report what was sent ({ then {"), not the latest piece alone.

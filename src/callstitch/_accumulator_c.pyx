@@ -168,7 +168,7 @@ cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
 
 
-from ._slots cimport ChoiceState, Slot, SlotBook, Text, _unshare
+from ._slots cimport ChoiceState, Slot, SlotBook, Text, _follow_cut, _unshare
 include "_c/slots.pxi"
 
 
@@ -1224,10 +1224,14 @@ Reassemble the tool calls of one streamed response.
         cdef Py_ssize_t size
         cdef Py_ssize_t n
         cdef bytes head
+        cdef bytearray dropped
         if slot.over:
             slot.pending = 0
             if s.n:
                 slot.call_nfrags = -1  # a piece past the cut: a call built before it is built again, as cut
+                dropped = bytearray()
+                _unescape_into(dropped, s)
+                _follow_cut(slot, bytes(dropped))  # its structure read, as _append does
             return 0
         if slot.shared:
             _unshare(slot)
@@ -1246,13 +1250,11 @@ Reassemble the tool calls of one streamed response.
             self._append(slot, data)
             return 0
         n = PyByteArray_GET_SIZE(buf) - size
-        if size + n > self._max_call:
+        if size + n > self._max_call or self._stream_over(n):
+            head = bytes(buf[size:])
             PyByteArray_Resize(buf, size)
-            self._cut(slot, _CUT_CALL_BYTES)
-            return 0
-        if self._stream_over(n):
-            PyByteArray_Resize(buf, size)
-            self._cut(slot, _CUT_STREAM_BYTES)
+            self._cut(slot, _CUT_CALL_BYTES if size + n > self._max_call else _CUT_STREAM_BYTES)
+            _follow_cut(slot, head)  # its structure read, as _append does
             return 0
         self._kept += n
         slot.last_start = size

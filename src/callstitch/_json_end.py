@@ -24,7 +24,7 @@ class JsonEnd:
     parses the whole text as before: arguments are objects.
     """
 
-    __slots__ = ("started", "pos", "depth", "in_string", "escaped", "closed", "verdict")
+    __slots__ = ("started", "pos", "depth", "in_string", "escaped", "closed", "verdict", "cut")
 
     def __init__(self) -> None:
         self.started = False     # the text's first byte but whitespace came, an object's or array's
@@ -34,6 +34,7 @@ class JsonEnd:
         self.escaped = False     # the last byte read was a backslash inside a string
         self.closed = -1         # where the outermost value closed; -2: text after it, never complete
         self.verdict: bool | None = None  # whether the text up to the close parses (asked once)
+        self.cut = False         # a limit cut the text: what follows is read from read_dropped only
 
     def ask(self, buf: bytes | bytearray) -> bool:
         """Tell whether buf, the text read before and what was appended since, is one complete JSON value."""
@@ -52,6 +53,34 @@ class JsonEnd:
         if self.verdict is None:
             self.verdict = parses(buf[:self.closed])  # once: what follows the close is whitespace only
         return self.verdict
+
+    def read_dropped(self, kept: bytes | bytearray, data: bytes | bytearray) -> None:
+        """Read bytes a limit dropped, which follow kept (the text a cut call keeps): its structure only.
+
+        A cut call keeps a prefix of its text, which never parses; a fragment with another id under
+        its index must still start a new call exactly where, uncut, the text would have been
+        complete (_slots._complete asks closed_as_sent()). The bytes are read, not kept.
+        """
+        if not self.cut:
+            self.ask(kept)  # the kept text, up to its end, first
+            self.cut = True
+        if self.closed == -2:
+            return
+        if not self.started:
+            rest = bytes(data).lstrip(_WHITESPACE)
+            if not rest:
+                return
+            if rest[:1] not in (b"{", b"["):
+                self.closed = -2  # a scalar cut short: not followed (arguments are objects)
+                return
+            self.started = True
+            data = rest
+        self.pos = 0  # positions from here on are in data, which is all read
+        self._read(data)
+
+    def closed_as_sent(self) -> bool:
+        """Tell whether the text as sent (dropped bytes too) has closed its outermost value, nothing after it."""
+        return self.closed >= 0
 
     def _read(self, buf: bytes | bytearray) -> None:
         """Read what was appended to buf since the last ask."""

@@ -125,5 +125,6 @@ cdef Slot new_slot(object choice, Py_ssize_t seq, Py_ssize_t position)
 cdef _unshare(Slot slot)
 cdef Slot _refused(ChoiceState cs, object index)
 cdef bint _had_arguments(Slot slot) noexcept
+cdef _follow_cut(Slot slot, bytes data)
 cdef bint _complete(Slot slot) except -1
 cdef bint _zero_keys(dict d) except -1

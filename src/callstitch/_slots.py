@@ -402,6 +402,7 @@ class SlotBook:
             return
         if slot.over:
             slot.call_nfrags = -1  # a piece past the cut: a call built before it is built again, as cut
+            _follow_cut(slot, data)
             return
         if slot.shared:
             _unshare(slot)
@@ -422,9 +423,11 @@ class SlotBook:
             grow = n
         if size + grow > self._max_call:
             self._cut(slot, CUT_CALL_BYTES)
+            _follow_cut(slot, data)
             return
         if self._stream_over(grow):
             self._cut(slot, CUT_STREAM_BYTES)
+            _follow_cut(slot, data)
             return
         self._kept += grow
         if continues:
@@ -761,8 +764,22 @@ def _had_arguments(slot: Slot) -> bool:
     return slot.nfrags > 0 or slot.over == CUT_CALL_BYTES or slot.over == CUT_STREAM_BYTES
 
 
+def _follow_cut(slot: Slot, data: bytes) -> None:
+    """Read a fragment a size limit dropped for its structure (JsonEnd.read_dropped): _complete still knows its end."""
+    if slot.over != CUT_CALL_BYTES and slot.over != CUT_STREAM_BYTES:
+        return  # cut at a dropped event: what that event held was never seen, so none of it is followed
+    if slot.cumulative is not None and len(slot.cumulative) > 1:
+        return  # sent cumulatively: each fragment the whole text so far, which is not followed
+    if slot.end is None:
+        slot.end = JsonEnd()
+    slot.end.read_dropped(slot.buf, data)
+
+
 def _complete(slot: Slot) -> bool:
     """Tell whether a slot's arguments already form a complete JSON value (each byte read once: _json_end)."""
+    if slot.end is not None and slot.end.cut:
+        # A size limit cut it: the text kept is a prefix; whether the text as sent is complete (_follow_cut).
+        return slot.end.closed_as_sent()
     if slot.cumulative is not None:
         return len(slot.buf) > 0 and parses(slot.buf)  # (its text may yet be replaced whole: read it all)
     if slot.end is None:
