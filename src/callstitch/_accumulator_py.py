@@ -124,15 +124,14 @@ class Accumulator(SlotBook):
             return
         # A huge read is framed a window at a time: one split of it all would make a list of every
         # event in it at once, which runs slower per byte as the read grows (out of the CPU caches).
-        start = 0
-        while start < len(data):
+        for start in range(0, len(data), _WINDOW):
             stop = start + _WINDOW
-            if data[stop - 1:stop] == b"\r":
-                stop += 1  # a CRLF in one window: a halt after it sees its LF, as after the read's last CR
             self._feed_sse(data[start:stop])
-            if self._halted_at >= 0 or self._halt_lf:
+            if self._halt_lf and stop < len(data):  # a halt after a CR that ends a window: the next byte is here
+                self._halt_lf = self._skip_lf = False
+                self._halted_at = self._offset - self._fed_from + (data[stop:stop + 1] == b"\n")
+            if self._halted_at >= 0:
                 return
-            start = stop
 
     def _feed_sse(self, data: bytes) -> None:
         """Frame SSE bytes that continue the stream: whole events are handled, the rest is kept."""
