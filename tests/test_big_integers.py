@@ -361,3 +361,31 @@ def test_an_event_with_a_long_integer_beside_the_call_is_read(impl):
     result = impl.reassemble(body, format="openai-chat")
     call, = result.tool_calls
     assert result.errors == [] and call.arguments == {} and result.usage == {"total_tokens": int("9" * 320)}
+
+
+def _at_depth(frames, fn):
+    """Call fn from frames more Python frames down the stack."""
+    return fn() if frames == 0 else _at_depth(frames - 1, fn)
+
+
+@pytest.mark.parametrize("digits,depth,exact_int", [(25, 400, True), (25, 700, False), (25, 985, False),
+                                                    (400, 400, True), (400, 700, False), (400, 985, False)])
+def test_deep_arguments_read_the_same_on_both_twins_from_any_stack(both, digits, depth, exact_int):
+    # The standard library reads nesting by recursion, under a limit that counts the caller's frames:
+    # 985 levels read on the compiled twin and not on the pure one (whose stack is deeper), 700 read
+    # or not by how deep the caller stood. Now nothing deeper than STANDARD_DEPTH (500) is given to it.
+    text = '{"n": %s, "d": %s%s}' % ("7" * digits, "[" * depth, "]" * depth)
+    body = chat_body("call_1", "f", text)
+    seen = set()
+    for impl in both:
+        for frames in (0, 400):
+            call, = _at_depth(frames, lambda: impl.reassemble(body, format="openai-chat").tool_calls)
+            seen.add((call.error and call.error.kind, repr(call.arguments and call.arguments["n"])))
+    assert len(seen) == 1, seen
+    (error, n), = seen
+    if exact_int:
+        assert error is None and n == "7" * digits
+    elif digits == 25:  # orjson's reading kept, as documented
+        assert error is None and n == repr(float("7" * digits))
+    else:  # beyond a double and too deep to read exactly: refused as orjson refuses it
+        assert error == "malformed"

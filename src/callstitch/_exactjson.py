@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -54,10 +55,38 @@ def read_standard(data: bytes | bytearray | memoryview | str) -> Any:
 
     NaN and Infinity (no JSON) and a number with a fraction or exponent beyond a double are refused
     (ValueError), as orjson refuses them; so is an integer of more digits than int() converts
-    (sys.get_int_max_str_digits()).
+    (sys.get_int_max_str_digits()), and a text nested deeper than STANDARD_DEPTH.
     """
-    return json.loads(bytes(data) if type(data) is memoryview else data, parse_constant=_reject_constant,
-                      parse_float=_finite)
+    if type(data) is memoryview:
+        data = bytes(data)
+    if not _shallow(data):
+        raise ValueError(f"nested deeper than {STANDARD_DEPTH} levels")
+    return json.loads(data, parse_constant=_reject_constant, parse_float=_finite)
+
+
+# The deepest text the standard library is given. It reads nesting by recursion, under the
+# interpreter's recursion limit, which counts the caller's frames too: a text near that limit
+# would read or not by how deep the caller stands (the twins stand at different depths). Half the
+# default limit leaves room for any sane caller, and the answer is the same from everywhere.
+STANDARD_DEPTH = 500
+_NESTING = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)  # a string (skipped whole) or a bracket
+
+
+def _shallow(data: bytes | bytearray | str) -> bool:
+    """Tell whether data nests at most STANDARD_DEPTH deep (at C speed when it has no more brackets than that)."""
+    text = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if text.count(b"[") + text.count(b"{") <= STANDARD_DEPTH:
+        return True
+    depth = 0
+    for token in _NESTING.finditer(text):
+        byte = token.group()[0]
+        if byte == 0x5B or byte == 0x7B:  # [ {
+            depth += 1
+            if depth > STANDARD_DEPTH:
+                return False
+        elif byte == 0x5D or byte == 0x7D:  # ] }
+            depth -= 1
+    return True
 
 
 REFUSED = object()  # past_double's answer when orjson's refusal stands
