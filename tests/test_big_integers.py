@@ -389,3 +389,19 @@ def test_deep_arguments_read_the_same_on_both_twins_from_any_stack(both, digits,
         assert error is None and n == repr(float("7" * digits))
     else:  # beyond a double and too deep to read exactly: refused as orjson refuses it
         assert error == "malformed"
+
+
+@pytest.mark.parametrize("usage_first", [False, True], ids=["call-first", "usage-first"])
+def test_a_lone_surrogate_and_a_long_integer_in_one_event_read_in_either_order(impl, usage_first):
+    # Arguments cut between the two UTF-16 halves of an emoji, and usage beyond a double in the same
+    # chunk: orjson names the first of the two it meets, and the event was kept or dropped by which.
+    choices = ('"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", "function": '
+               '{"name": "f", "arguments": "{\\"t\\": \\"\\ud83d"}}]}}]')
+    usage = '"usage": {"prompt_tokens": %s}' % ("7" * 400)
+    fields = [usage, choices] if usage_first else [choices, usage]
+    body = ("data: {%s}\n\n" % ", ".join(fields)).encode()
+    body += chunk([tool_delta(0, arguments='\\ude00"}')]).replace(b"\\\\ude00", b"\\ude00") + DONE
+    result = impl.reassemble(body, format="openai-chat")
+    call, = result.tool_calls
+    assert result.errors == [] and call.id == "call_a" and call.arguments == {"t": "\U0001F600"}
+    assert result.usage == {"prompt_tokens": int("7" * 400)}

@@ -36,12 +36,15 @@ def decode_payload(data: bytes, long_run: bool | None = None) -> Any:
     orjson refuses a lone UTF-16 surrogate escape; a server that cuts arguments by UTF-16 units
     sends exactly that, so such a payload is read with the standard library instead (which keeps
     integers exact too), and the surrogate joined to its partner later; so is one with an integer
-    beyond a double (past_double). Anything else orjson refuses is an error.
+    beyond a double (past_double), with or without such an escape. Anything else orjson refuses is
+    an error.
     """
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        if "surrogate" not in str(exc) or b"\\u" not in data:
+        refusal = str(exc)
+        # (orjson names the first of the two it meets: either way the text may hold both)
+        if b"\\u" not in data or not ("surrogate" in refusal or refusal.startswith("number is infinity")):
             value = past_double(data, exc)
             if value is REFUSED:
                 raise
