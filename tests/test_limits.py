@@ -773,6 +773,32 @@ def test_a_new_id_under_a_cut_calls_index_is_still_a_new_call(impl, limits, fres
         assert [c.arguments for c in rest] == [{"z": 1}, {}]
 
 
+@pytest.mark.parametrize("cut_at", [1, 2, 3], ids=["first-piece", "second-piece", "third-piece"])
+@pytest.mark.parametrize("step", [None, 7], ids=["whole", "7-byte-reads"])
+def test_a_new_id_after_a_cut_cumulative_call_is_still_a_new_call(impl, cut_at, step):
+    # Found by review: a server that sends the whole text so far in every piece, cut at a limit; the
+    # pieces past the cut were read as continuing the text, which then never closed, and the next
+    # call (a new id under the same index) was taken for more of it. The latest piece is the text.
+    text = '{"a": "' + "x" * 30 + '", "b": [1, 2]}'
+    pieces = [text[:12], text[:30], text[:44], text]
+    body = chunk([tool_delta(0, id="call_a", name="f", arguments=pieces[0])])
+    body += b"".join(chunk([tool_delta(0, arguments=piece)]) for piece in pieces[1:])
+    body += chunk([tool_delta(0, id="call_b", arguments='{"z": 1}')]) + DONE
+    reads = [body] if step is None else [body[k:k + step] for k in range(0, len(body), step)]
+
+    def run(limits):
+        acc = impl.Accumulator(format="openai-chat", limits=limits)
+        for read in reads:
+            acc.feed(read)
+        return acc.finalize()
+    unlimited = run(None)
+    limited = run(Limits(call_bytes=len(pieces[cut_at - 1]) - 1))
+    assert [(c.id, c.raw_arguments) for c in unlimited.tool_calls] == [("call_a", text), ("call_b", '{"z": 1}')]
+    assert cut_or_whole(limited, unlimited) == []
+    first, second = limited.tool_calls
+    assert is_cut(first) and (second.id, second.arguments) == ("call_b", {"z": 1})
+
+
 def test_a_cut_cumulative_call_keeps_its_text_as_sent(impl):
     # Found by the limits property test: a call whose pieces each repeat the text before them keeps
     # only the latest; cut, it must report what was sent ({ then {"), not the latest piece alone.

@@ -24,7 +24,8 @@ class JsonEnd:
     parses the whole text as before: arguments are objects.
     """
 
-    __slots__ = ("started", "pos", "depth", "in_string", "escaped", "closed", "verdict", "cut")
+    __slots__ = ("started", "pos", "depth", "in_string", "escaped", "closed", "verdict")
+    cut = False  # (CutText's is True: the slot rules tell the two apart by it)
 
     def __init__(self) -> None:
         self.started = False     # the text's first byte but whitespace came, an object's or array's
@@ -34,7 +35,6 @@ class JsonEnd:
         self.escaped = False     # the last byte read was a backslash inside a string
         self.closed = -1         # where the outermost value closed; -2: text after it, never complete
         self.verdict: bool | None = None  # whether the text up to the close parses (asked once)
-        self.cut = False         # a limit cut the text: what follows is read from read_dropped only
 
     def ask(self, buf: bytes | bytearray) -> bool:
         """Tell whether buf, the text read before and what was appended since, is one complete JSON value."""
@@ -54,16 +54,8 @@ class JsonEnd:
             self.verdict = parses(buf[:self.closed])  # once: what follows the close is whitespace only
         return self.verdict
 
-    def read_dropped(self, kept: bytes | bytearray, data: bytes | bytearray) -> None:
-        """Read bytes a limit dropped, which follow kept (the text a cut call keeps): its structure only.
-
-        A cut call keeps a prefix of its text, which never parses; a fragment with another id under
-        its index must still start a new call exactly where, uncut, the text would have been
-        complete (_slots._complete asks closed_as_sent()). The bytes are read, not kept.
-        """
-        if not self.cut:
-            self.ask(kept)  # the kept text, up to its end, first
-            self.cut = True
+    def read_more(self, data: bytes | bytearray) -> None:
+        """Read data, which follows all the text read so far, for its structure only: it is not in a buffer."""
         if self.closed == -2:
             return
         if not self.started:
@@ -71,16 +63,12 @@ class JsonEnd:
             if not rest:
                 return
             if rest[:1] not in (b"{", b"["):
-                self.closed = -2  # a scalar cut short: not followed (arguments are objects)
+                self.closed = -2  # a scalar: not followed (arguments are objects)
                 return
             self.started = True
             data = rest
         self.pos = 0  # positions from here on are in data, which is all read
         self._read(data)
-
-    def closed_as_sent(self) -> bool:
-        """Tell whether the text as sent (dropped bytes too) has closed its outermost value, nothing after it."""
-        return self.closed >= 0
 
     def _read(self, buf: bytes | bytearray) -> None:
         """Read what was appended to buf since the last ask."""
@@ -124,3 +112,56 @@ class JsonEnd:
                         self.closed = -2
                     break
         self.depth, self.in_string, self.escaped = depth, in_string, escaped
+
+
+class CutText:
+    """Where the text of a call cut at a size limit stands as sent: the pieces past the cut are read, not kept.
+
+    A cut call keeps a prefix of its text, which never parses; yet a fragment with another id under
+    its index must start a new call exactly where, uncut, the text would have been complete
+    (_slots._complete asks complete()). Pieces may each repeat the whole text so far (cumulative
+    sending, as _slots._append tells it): then the latest piece is the whole text, read whole, and
+    complete() is exact. Else each piece continues the text, and is read for its structure only:
+    complete() says whether it closed, and cannot tell a text that closes but does not parse.
+    """
+
+    __slots__ = ("end", "whole", "pieces", "done")
+    cut = True
+
+    def __init__(self, kept: bytes | bytearray, pieces: int) -> None:
+        """kept: the text the call keeps; pieces: how many pieces it was sent in, all cumulative so far, else -1."""
+        self.end: JsonEnd | None = JsonEnd()
+        self.done = self.end.ask(kept)
+        self.pieces = pieces
+        # the length and hash of the whole text so far, while a piece may yet repeat it whole
+        self.whole = (len(kept), hash(bytes(kept))) if pieces >= 0 else None
+
+    def read(self, data: bytes) -> None:
+        """Read a piece the limit dropped."""
+        if self.whole is not None:
+            size, digest = self.whole
+            n = len(data)
+            # (as _append: longer and starting with the text so far; as long, after two pieces)
+            if (n > size or (n == size and self.pieces > 1)) and hash(data[:size]) == digest:
+                self.whole = (n, hash(data))
+                self.pieces += 1
+                self.end = JsonEnd()
+                self.done = self.end.ask(data)  # the whole text: as exact as uncut
+                return
+            self.whole = None
+            if self.pieces > 1:
+                # Not cumulative after all: the text as sent is every piece joined (_append rebuilds
+                # it from what it kept), which was dropped: not followed, never complete.
+                self.end = None
+                return
+        if self.end is not None:
+            self.end.read_more(data)
+
+    def complete(self) -> bool:
+        """Tell whether the text as sent is complete (a text closed in dropped bytes is taken to parse)."""
+        end = self.end
+        if end is None:
+            return False
+        if self.whole is not None:
+            return self.done
+        return end.closed >= 0 and end.verdict is not False

@@ -19,7 +19,7 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         Q_NEW_CALL_SAME_INDEX, Q_RESENT_ID, Q_RESENT_NAME, build_result, make_call,
                         one_choice_result, parses, raise_first_error)
 from ._formats.recognition import unrecognised
-from ._json_end import JsonEnd
+from ._json_end import CutText, JsonEnd
 from ._limits import CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, call_cut, own_full, stream_full, too_many
 from ._results import Result, ToolCall
 from ._state import StreamState, finalized
@@ -765,21 +765,22 @@ def _had_arguments(slot: Slot) -> bool:
 
 
 def _follow_cut(slot: Slot, data: bytes) -> None:
-    """Read a fragment a size limit dropped for its structure (JsonEnd.read_dropped): _complete still knows its end."""
+    """Read a piece a size limit dropped (CutText), so that _complete still knows where the text as sent ends."""
     if slot.over != CUT_CALL_BYTES and slot.over != CUT_STREAM_BYTES:
         return  # cut at a dropped event: what that event held was never seen, so none of it is followed
-    if slot.cumulative is not None and len(slot.cumulative) > 1:
-        return  # sent cumulatively: each fragment the whole text so far, which is not followed
-    if slot.end is None:
-        slot.end = JsonEnd()
-    slot.end.read_dropped(slot.buf, data)
+    if slot.end is None or not slot.end.cut:
+        cumulative = slot.cumulative
+        # (no piece kept yet: the first would have begun cumulative tracking, as _append does)
+        pieces = 0 if not slot.nfrags else len(cumulative) if cumulative is not None else -1
+        slot.end = CutText(slot.buf, pieces)
+    slot.end.read(data)
 
 
 def _complete(slot: Slot) -> bool:
     """Tell whether a slot's arguments already form a complete JSON value (each byte read once: _json_end)."""
     if slot.end is not None and slot.end.cut:
         # A size limit cut it: the text kept is a prefix; whether the text as sent is complete (_follow_cut).
-        return slot.end.closed_as_sent()
+        return slot.end.complete()
     if slot.cumulative is not None:
         return len(slot.buf) > 0 and parses(slot.buf)  # (its text may yet be replaced whole: read it all)
     if slot.end is None:
