@@ -25,7 +25,6 @@ class JsonEnd:
     """
 
     __slots__ = ("started", "pos", "depth", "in_string", "escaped", "closed", "verdict")
-    cut = False  # (CutText's is True: the slot rules tell the two apart by it)
 
     def __init__(self) -> None:
         self.started = False     # the text's first byte but whitespace came, an object's or array's
@@ -126,7 +125,6 @@ class CutText:
     """
 
     __slots__ = ("end", "whole", "pieces", "done")
-    cut = True
 
     def __init__(self, kept: bytes | bytearray, pieces: int) -> None:
         """kept: the text the call keeps; pieces: how many pieces it was sent in, all cumulative so far, else -1."""

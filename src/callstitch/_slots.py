@@ -52,7 +52,7 @@ class Slot:
     parsed: Any
     custom: bool
     late: bool
-    end: JsonEnd | None
+    end: JsonEnd | CutText | None
 
 
 def new_slot(choice: Any, seq: int, position: int) -> Slot:
@@ -768,24 +768,26 @@ def _follow_cut(slot: Slot, data: bytes) -> None:
     """Read a piece a size limit dropped (CutText), so that _complete still knows where the text as sent ends."""
     if slot.over != CUT_CALL_BYTES and slot.over != CUT_STREAM_BYTES:
         return  # cut at a dropped event: what that event held was never seen, so none of it is followed
-    if slot.end is None or not slot.end.cut:
+    end = slot.end
+    if not isinstance(end, CutText):
         cumulative = slot.cumulative
         # (no piece kept yet: the first would have begun cumulative tracking, as _append does)
         pieces = 0 if not slot.nfrags else len(cumulative) if cumulative is not None else -1
-        slot.end = CutText(slot.buf, pieces)
-    slot.end.read(data)
+        end = slot.end = CutText(slot.buf, pieces)
+    end.read(data)
 
 
 def _complete(slot: Slot) -> bool:
     """Tell whether a slot's arguments already form a complete JSON value (each byte read once: _json_end)."""
-    if slot.end is not None and slot.end.cut:
+    end = slot.end
+    if isinstance(end, CutText):
         # A size limit cut it: the text kept is a prefix; whether the text as sent is complete (_follow_cut).
-        return slot.end.complete()
+        return end.complete()
     if slot.cumulative is not None:
         return len(slot.buf) > 0 and parses(slot.buf)  # (its text may yet be replaced whole: read it all)
-    if slot.end is None:
-        slot.end = JsonEnd()
-    return slot.end.ask(slot.buf)
+    if end is None:
+        end = slot.end = JsonEnd()
+    return end.ask(slot.buf)
 
 
 def _zero_keys(d: dict) -> bool:
