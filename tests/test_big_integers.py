@@ -405,3 +405,39 @@ def test_a_lone_surrogate_and_a_long_integer_in_one_event_read_in_either_order(i
     call, = result.tool_calls
     assert result.errors == [] and call.id == "call_a" and call.arguments == {"t": "\U0001F600"}
     assert result.usage == {"prompt_tokens": int("7" * 400)}
+
+
+def test_a_string_left_open_is_one_token_to_the_end():
+    # _shallow skips strings by one regular expression: a string with no closing quote once failed
+    # to match, and every escaped quote after it began another scan to the end (40 KB of arguments
+    # beyond a double took 7 s, 5 MB hours). Left open, it now runs to the end in one match.
+    from callstitch._exactjson import _NESTING, _shallow
+    text = b'{"n": 1, "s": "' + b'\\"' * 5000 + b"[" * 600
+    tokens = list(_NESTING.finditer(text))  # {, "n", "s", then the open string, to the end
+    assert [m.group()[:1] for m in tokens] == [b"{", b'"', b'"', b'"'] and tokens[-1].end() == len(text)
+    assert _shallow(text) and not _shallow(b"[" * 501)
+
+
+def test_a_caller_near_the_recursion_limit_gets_a_reported_event_not_an_exception(impl):
+    # An event the standard library reads (a lone surrogate escape), nested 497 deep, fed from a
+    # stack with less room than that: a RecursionError came out of feed().
+    inner = "[" * 497 + "1" + "]" * 497
+    payload = ('{"x": %s, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", '
+               '"function": {"name": "f", "arguments": "\\ud83d"}}]}}]}') % inner
+    body = b"data: " + payload.encode() + b"\n\n" + DONE
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(__import__("inspect").stack(0)) + 300)
+    try:
+        result = impl.reassemble(body, format="openai-chat")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert [e.kind for e in result.errors] == ["malformed chunk"] and result.tool_calls == []
+
+
+def test_an_event_of_invalid_utf8_is_refused_also_with_an_escape(impl):
+    # Raw surrogate bytes (CESU-8) are no UTF-8: orjson refuses them. The standard library, asked
+    # because the event also holds a \\u escape, read its bytes with surrogatepass and took them.
+    body = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_\xed\xa0\xbd",'
+            b'"function":{"name":"f","arguments":"{\\"a\\": \\"\\\\u00e9\\"}"}}]}}]}\n\n') + DONE
+    result = impl.reassemble(body, format="openai-chat")
+    assert [e.kind for e in result.errors] == ["malformed chunk"] and result.tool_calls == []

@@ -57,8 +57,9 @@ def read_standard(data: bytes | bytearray | memoryview | str) -> Any:
     (ValueError), as orjson refuses them; so is an integer of more digits than int() converts
     (sys.get_int_max_str_digits()), and a text nested deeper than STANDARD_DEPTH.
     """
-    if type(data) is memoryview:
-        data = bytes(data)
+    if not isinstance(data, str):
+        # Strict UTF-8, as orjson reads: the standard library would take UTF-16 and surrogates as bytes.
+        data = bytes(data).decode("utf-8")
     if not _shallow(data):
         raise ValueError(f"nested deeper than {STANDARD_DEPTH} levels")
     return json.loads(data, parse_constant=_reject_constant, parse_float=_finite)
@@ -69,7 +70,8 @@ def read_standard(data: bytes | bytearray | memoryview | str) -> Any:
 # would read or not by how deep the caller stands (the twins stand at different depths). Half the
 # default limit leaves room for any sane caller, and the answer is the same from everywhere.
 STANDARD_DEPTH = 500
-_NESTING = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)  # a string (skipped whole) or a bracket
+# A string (skipped whole; one left open runs to the end, so no later quote scans the rest again) or a bracket
+_NESTING = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 
 
 def _shallow(data: bytes | bytearray | str) -> bool:

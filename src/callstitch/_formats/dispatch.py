@@ -51,7 +51,7 @@ def decode_payload(data: bytes, long_run: bool | None = None) -> Any:
             return value
         try:
             return read_standard(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # (RecursionError: a caller already near the recursion limit)
             raise exc from None
     # loads_exact's test written out: a call less on every event of the general path
     if long_run or (long_run is None and long_digit_run(data)):
