@@ -530,6 +530,17 @@ def test_a_halt_near_the_end_of_a_framing_window(both, eol):
             assert (used, result) == (len(first), alone), (impl.name, end)
 
 
+@pytest.mark.parametrize("start", [b"", b"\xef\xbb\xbf", b"\n", b": hi\n\n"], ids=["plain", "BOM", "LF", "comment"])
+def test_a_halt_counts_only_the_last_reads_bytes_when_auto_held_the_first(both, start):
+    # Under format="auto", a first read too short to tell the framing is held, and put in front of
+    # the next read; the compiled twin's halted() counted those held bytes as the last read's.
+    first = start + RESPONSE
+    for impl in both:
+        for lead in range(1, 8):
+            used, _ = halted_run(impl, [first[:lead], first[lead:] + RESPONSE], fmt="auto")
+            assert used == len(first), (impl.name, lead)
+
+
 @pytest.mark.parametrize("more", [RESPONSE, b": ping\n\n" + RESPONSE, b"event: x\ndata: {}\n\n"])
 def test_halt_at_end_asked_after_the_terminator_halts_at_once(both, more):
     alone = both[0].reassemble(RESPONSE, format="openai-chat")

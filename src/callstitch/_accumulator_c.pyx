@@ -296,6 +296,7 @@ Reassemble the tool calls of one streamed response.
 
     cdef int _feed_data(self, object data) except -1:
         cdef const unsigned char[::1] view
+        cdef Py_ssize_t held = 0  # bytes of earlier reads that routing puts in front of this one
         if isinstance(data, str):
             data = (<str>data).encode("utf-8")
         elif not isinstance(data, bytes):
@@ -310,13 +311,20 @@ Reassemble the tool calls of one streamed response.
                 # What _framing.choose() decides for it, without the call: Gemini with alt=sse.
                 self._state.framing = _SSE
             else:
+                held = -len(<bytes>data)
                 data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
                 if data is None:
                     return 0
+                held += len(<bytes>data)
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
             self._ja = self._state.framing == _JSONARRAY
+            if held > 0:
+                self._feed(<const unsigned char *><char *>data, len(<bytes>data))
+                if self._halted_at >= 0:  # halted() counts this read's bytes only, as the pure twin's does
+                    self._halted_at = max(0, self._halted_at - held)
+                return 0
         if isinstance(data, bytes):
             return self._feed(<const unsigned char *><char *>data, len(<bytes>data))
         view = memoryview(data).cast("B")
