@@ -1232,15 +1232,9 @@ Reassemble the tool calls of one streamed response.
         cdef Py_ssize_t size
         cdef Py_ssize_t n
         cdef bytes head
-        cdef bytearray dropped
         if slot.over:
             if s.n:
-                slot.call_nfrags = -1  # a piece past the cut: a call built before it is built again, as cut
-                # Read as _append reads it (its bytes, a pending surrogate's escape first, as argument_bytes puts it)
-                dropped = bytearray(escape_surrogate(slot.pending).encode() if slot.pending else b"")
-                slot.pending = 0
-                _unescape_into(dropped, s)
-                _follow_cut(slot, bytes(dropped))
+                _past_cut(slot, s)
             return 0
         if slot.shared:
             _unshare(slot)

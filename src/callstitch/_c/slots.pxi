@@ -41,3 +41,13 @@ cdef object _span_str(const cs_span *s):
     tmp = bytearray()
     _unescape_into(tmp, s)
     return PyUnicode_DecodeUTF8(PyByteArray_AS_STRING(tmp), PyByteArray_GET_SIZE(tmp), NULL)
+
+
+cdef int _past_cut(Slot slot, const cs_span *s) except -1:
+    """Follow a piece past a call's cut as _append does: its bytes (a pending surrogate's escape first) read, not kept."""
+    slot.call_nfrags = -1  # a piece past the cut: a call built before it is built again, as cut
+    dropped = bytearray(escape_surrogate(slot.pending).encode() if slot.pending else b"")
+    slot.pending = 0
+    _unescape_into(dropped, s)
+    _follow_cut(slot, bytes(dropped))
+    return 0
