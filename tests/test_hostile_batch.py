@@ -379,3 +379,19 @@ def test_a_terminating_event_longer_than_the_look_back_loses_nothing(workdir):
         ranged = run([path])
     assert {r["stream"] for r in whole[0]} == {0, 1, 2}
     assert ranged == whole
+
+
+@pytest.mark.parametrize("junk", [b" \xff", b"x", b" [DONE]"])
+def test_a_done_line_with_more_on_it_ends_no_response_in_range_tasks_either(workdir, junk):
+    # Found by fuzz_batch: the twins read "data: [DONE] \xff" as a malformed chunk, not as the end,
+    # so a whole read kept one response; range tasks cut there, making two (and a "not a stream").
+    first = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","function":'
+             b'{"name":"f","arguments":"{}"}}]}}]}\n\ndata: [DONE]' + junk + b"\n\n")
+    second = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":'
+              b'{"name":"g","arguments":"{}"}}]}}]}\n\ndata: [DONE]\n\n')
+    path = write(workdir, "done-junk.sse", first + second)
+    whole = run([path], format="openai-chat")
+    assert [(r["stream"], r["id"]) for r in whole[0]] == [(0, "call_a"), (0, "call_b")]
+    for range_bytes in (64, 128, 200):
+        with patched(RANGE=range_bytes):
+            assert run([path], format="openai-chat") == whole, range_bytes

@@ -61,6 +61,8 @@ _BEDROCK_CONTEXT = re.compile(rb'(?:[\r\n]event:[ ]?|[\r\n](?:data:[ ]?)?\{\s*")
 _METADATA = re.compile(rb'(?:event:[ ]?metadata[\r\n]|(?:data:[ ]?)?\{\s*"metadata")')
 _ERROR_CONTEXT = re.compile(rb'[\r\n](?:event:[ ]?|data:[ ]?\{\s*")$')
 _DONE_LINE = re.compile(rb"data:[ ]?\[DONE\]")
+# A [DONE] line as the twins read one: nothing but blanks after it on its line (else a malformed chunk).
+_DONE_ALONE = re.compile(rb"data:[ ]?\[DONE\][ \t]*(?:\r\n|\r|\n|\Z)")
 # A data line with something in it: after a terminator's, the next response's when a capture glued it on (_unglued_end).
 _DATA_LINE = re.compile(rb"data:[ ]?[^ \t\r\n]")
 # What follows a [DONE] line that runs straight into the next response (see _glued_done).
@@ -383,7 +385,10 @@ class Splitter:
             if same is not None and m is not None and m.group(1) == same.encode("utf-8", "replace"):
                 return False, end
             return True, end
-        if fmt == "openai-chat" and _DONE_LINE.match(buf, line_start) is None:
+        if fmt == "openai-chat" and _DONE_LINE.match(buf, line_start) is not None:
+            if _DONE_ALONE.match(buf, line_start) is None:
+                return False, end  # "[DONE]" and more on its line: the twins read a malformed chunk, no end
+        elif fmt == "openai-chat":
             # An error event: a [DONE] right after it still belongs to this response.
             nxt = _CONTENT.search(buf, end)
             if nxt is None:
