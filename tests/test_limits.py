@@ -741,6 +741,13 @@ def test_a_name_changing_after_cut_arguments_still_starts_a_new_call(impl, limit
     assert [c.name for c in limited.tool_calls] == ["f", "g"] and is_cut(limited.tool_calls[0])
 
 
+def _fed_in_steps(impl, body, step, limits):
+    """Return the Result of a chat body fed in reads of step bytes (None: whole), under limits."""
+    acc = impl.Accumulator(format="openai-chat", limits=limits)
+    feed_pieces(acc, body, range(step, len(body), step) if step else ())
+    return acc.finalize()
+
+
 @pytest.mark.parametrize("limits", [Limits(stream_bytes=40), Limits(call_bytes=40)], ids=["stream", "call"])
 @pytest.mark.parametrize("fresh_ids", [False, True], ids=["one-id", "an-id-per-piece"])
 @pytest.mark.parametrize("step", [None, 7], ids=["whole", "7-byte-reads"])
@@ -756,13 +763,9 @@ def test_a_new_id_under_a_cut_calls_index_is_still_a_new_call(impl, limits, fres
                      for k, piece in enumerate(pieces))
     body += chunk([tool_delta(0, id="call_b", arguments='{"z": ')]) + chunk([tool_delta(0, arguments="1}")])
     body += chunk([tool_delta(1, id="call_c", name="g", arguments="{}")]) + DONE
-    reads = [body] if step is None else [body[k:k + step] for k in range(0, len(body), step)]
 
     def run(limits):
-        acc = impl.Accumulator(format="openai-chat", limits=limits)
-        for read in reads:
-            acc.feed(read)
-        return acc.finalize()
+        return _fed_in_steps(impl, body, step, limits)
     unlimited, limited = run(None), run(limits)
     assert [(c.id, c.raw_arguments) for c in unlimited.tool_calls] == [
         ("call_a", text), ("call_b", '{"z": 1}'), ("call_c", "{}")]
@@ -784,13 +787,9 @@ def test_a_new_id_after_a_cut_cumulative_call_is_still_a_new_call(impl, cut_at, 
     body = chunk([tool_delta(0, id="call_a", name="f", arguments=pieces[0])])
     body += b"".join(chunk([tool_delta(0, arguments=piece)]) for piece in pieces[1:])
     body += chunk([tool_delta(0, id="call_b", arguments='{"z": 1}')]) + DONE
-    reads = [body] if step is None else [body[k:k + step] for k in range(0, len(body), step)]
 
     def run(limits):
-        acc = impl.Accumulator(format="openai-chat", limits=limits)
-        for read in reads:
-            acc.feed(read)
-        return acc.finalize()
+        return _fed_in_steps(impl, body, step, limits)
     unlimited = run(None)
     limited = run(Limits(call_bytes=len(pieces[cut_at - 1]) - 1))
     assert [(c.id, c.raw_arguments) for c in unlimited.tool_calls] == [("call_a", text), ("call_b", '{"z": 1}')]

@@ -10,6 +10,7 @@ agreement is tested elsewhere, and one JVM per test session keeps the suite fast
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import sys
@@ -363,6 +364,21 @@ def _chat(arguments: str, call_id: str) -> str:
     chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [
         {"index": 0, "id": call_id, "type": "function", "function": {"name": "f", "arguments": arguments}}]}}]}
     return "data: " + orjson.dumps(chunk).decode() + "\n\ndata: [DONE]\n\n"
+
+
+def test_integers_beyond_a_double_reach_the_rows_exactly(spark):
+    # orjson refuses an integer of 310+ digits: in a body's arguments, and in a chunk given as JSON
+    # text (an Ollama call's arguments are a value), the workers read it exactly, as the library does.
+    big = 7 * 10**400
+    body = _chat('{"n": %d}' % big, "call_1").encode()
+    (row,) = cs_spark.reassemble(spark.createDataFrame([(1, body)], "k int, body binary")).collect()
+    assert row.error is None and json.loads(row.arguments) == {"n": big}
+    chunks = ['{"model":"m","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f",'
+              '"arguments":{"n":%d}}}]},"done":false}' % big,
+              '{"model":"m","message":{"role":"assistant","content":""},"done":true}']
+    df = spark.createDataFrame([(1, chunks)], "k int, chunks array<string>")
+    (row,) = cs_spark.reassemble(df, body_col="chunks", format="ollama").collect()
+    assert row.error is None and json.loads(row.arguments) == {"n": big}
 
 
 def test_a_1000_deep_call_is_written_raw_with_its_reason(spark, tmp_path):

@@ -27,8 +27,7 @@ from ._formats import gemini as _gemini
 from ._formats import openai_responses as _responses
 from ._turns import openai_chat as _turn_chat
 from ._exactjson import exact as _exact
-from ._exactjson import REFUSED as _REFUSED
-from ._exactjson import past_double as _past_double
+from ._exactjson import loads_exact as _loads_exact_py
 from ._text import compact_json, escape_surrogate
 from orjson import JSONDecodeError
 from orjson import loads as _loads

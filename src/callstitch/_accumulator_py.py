@@ -104,8 +104,7 @@ class Accumulator(SlotBook):
         if not data or self._halted_at >= 0:
             return
         if self._halt_lf:  # the stream ended at a CR that ended the last read: an LF next is its too
-            self._halt_lf = self._skip_lf = False
-            self._halted_at = 1 if data[:1] == b"\n" else 0
+            self._halt_after_cr(0, data[:1])
             return
         fed = len(data)
         self._fed = True
@@ -128,8 +127,7 @@ class Accumulator(SlotBook):
             stop = start + _WINDOW
             self._feed_sse(data[start:stop])
             if self._halt_lf and stop < len(data):  # a halt after a CR that ends a window: the next byte is here
-                self._halt_lf = self._skip_lf = False
-                self._halted_at = self._offset - self._fed_from + (data[stop:stop + 1] == b"\n")
+                self._halt_after_cr(self._offset - self._fed_from, data[stop:stop + 1])
             if self._halted_at >= 0:
                 return
 
@@ -261,6 +259,11 @@ class Accumulator(SlotBook):
             self._halted_at = pos - self._fed_from
         self._tail = b""
         self._offset = pos
+
+    def _halt_after_cr(self, used: int, next_byte: bytes) -> None:
+        """Settle a halt that waited after a CR: used bytes of the fed data were the stream's, and an LF next."""
+        self._halt_lf = self._skip_lf = False
+        self._halted_at = used + (next_byte == b"\n")
 
     def _lines(self, text: bytes, pos: int) -> int:
         """Frame LF-ended lines from stream offset pos; return where the stream ended when halting, else -1.

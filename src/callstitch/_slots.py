@@ -770,9 +770,11 @@ def _follow_cut(slot: Slot, data: bytes) -> None:
         return  # cut at a dropped event: what that event held was never seen, so none of it is followed
     end = slot.end
     if not isinstance(end, CutText):
-        cumulative = slot.cumulative
-        # (no piece kept yet: the first would have begun cumulative tracking, as _append does)
-        pieces = 0 if not slot.nfrags else len(cumulative) if cumulative is not None else -1
+        pieces = -1  # how many cumulative pieces it has kept (-1: not sent cumulatively)
+        if not slot.nfrags:
+            pieces = 0  # none kept yet: the first would have begun cumulative tracking, as _append does
+        elif slot.cumulative is not None:
+            pieces = len(slot.cumulative)
         end = slot.end = CutText(slot.buf, pieces)
     end.read(data)
 

@@ -15,11 +15,8 @@ cdef object _loads_exact(bytes text):
     """Return _exactjson.loads_exact(text): orjson's reading, read again only when C finds a long digit run."""
     try:
         value = _loads(text)
-    except JSONDecodeError as exc:
-        value = _past_double(text, exc)  # only an integer beyond a double is read
-        if value is _REFUSED:
-            raise
-        return value
+    except JSONDecodeError:
+        return _loads_exact_py(text)  # orjson's refusal: the rule is loads_exact's (past_double), read again
     if cs_long_digit_run(<const unsigned char *><char *>text, len(text)):
         return _exact(text, value)
     return value

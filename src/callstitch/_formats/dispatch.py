@@ -43,8 +43,9 @@ def decode_payload(data: bytes, long_run: bool | None = None) -> Any:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         refusal = str(exc)
-        # (orjson names the first of the two it meets: either way the text may hold both)
-        if b"\\u" not in data or not ("surrogate" in refusal or refusal.startswith("number is infinity")):
+        # orjson names the first of the two it meets: either way the text may hold both
+        either = "surrogate" in refusal or refusal.startswith("number is infinity")
+        if not (either and b"\\u" in data):
             value = past_double(data, exc)
             if value is REFUSED:
                 raise
