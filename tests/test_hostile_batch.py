@@ -395,3 +395,25 @@ def test_a_done_line_with_more_on_it_ends_no_response_in_range_tasks_either(work
     for range_bytes in (64, 128, 200):
         with patched(RANGE=range_bytes):
             assert run([path], format="openai-chat") == whole, range_bytes
+
+
+@pytest.mark.parametrize("done", [b"data:  [DONE]", b"data:\t[DONE]", b"data:[DONE]", b"data: [DONE] \t",
+                                  b"data:\t [DONE]\t "])
+def test_a_done_line_spaced_as_the_twins_allow_ends_its_response(workdir, done):
+    # The twins take any blanks around [DONE] for the terminator; the splitter took one space at
+    # most, so "data:  [DONE]" ran two responses into one stream (and its range tasks split them).
+    first = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","function":'
+             b'{"name":"f","arguments":"{}"}}]}}]}\n\n' + done + b"\n\n")
+    second = (b'data:  {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_b","function":'
+              b'{"name":"g","arguments":"{}"}}]}}]}\n\n' + done + b"\n\n")
+    # Apart, each Accumulator halts at its [DONE]; glued (no blank line before the next response),
+    # the splitter cuts (split.by_cuts): both must read two responses.
+    for between in (b"\n\n", b"\n"):
+        path = write(workdir, "done-spaced.sse", first[:-2] + between + second[:-2] + between)
+        whole = run([path], format="openai-chat")
+        assert [(r["stream"], r["id"], r["error"]) for r in whole[0]] == [(0, "call_a", None), (1, "call_b", None)]
+        assert whole[1] == []
+        assert run([path], format="auto") == whole
+        for range_bytes in (64, 128, 200):
+            with patched(RANGE=range_bytes):
+                assert run([path], format="openai-chat") == whole, (between, range_bytes)

@@ -56,15 +56,15 @@ _LINE_END = re.compile(rb"\r?\n|\r")
 _CONTENT = re.compile(rb"[^ \t\r\n]")
 _BLANK_OR_COMMENT = re.compile(rb"(?:[ \t\r\n]+|:[^\r\n]*[\r\n])*")  # blank lines, SSE comments (keep-alives)
 _TYPE_CONTEXT = re.compile(rb'(?:"type"\s*:\s*"|[\r\n]event:[ ]?)$')
-_DONE_CONTEXT = re.compile(rb"[\r\n]data:[ ]?$")
-_BEDROCK_CONTEXT = re.compile(rb'(?:[\r\n]event:[ ]?|[\r\n](?:data:[ ]?)?\{\s*")$')
-_METADATA = re.compile(rb'(?:event:[ ]?metadata[\r\n]|(?:data:[ ]?)?\{\s*"metadata")')
-_ERROR_CONTEXT = re.compile(rb'[\r\n](?:event:[ ]?|data:[ ]?\{\s*")$')
-_DONE_LINE = re.compile(rb"data:[ ]?\[DONE\]")
+_DONE_CONTEXT = re.compile(rb"[\r\n]data:[ \t]*$")
+_BEDROCK_CONTEXT = re.compile(rb'(?:[\r\n]event:[ ]?|[\r\n](?:data:[ \t]*)?\{\s*")$')
+_METADATA = re.compile(rb'(?:event:[ ]?metadata[\r\n]|(?:data:[ \t]*)?\{\s*"metadata")')
+_ERROR_CONTEXT = re.compile(rb'[\r\n](?:event:[ ]?|data:[ \t]*\{\s*")$')
+_DONE_LINE = re.compile(rb"data:[ \t]*\[DONE\]")
 # A [DONE] line as the twins read one: nothing but blanks after it on its line (else a malformed chunk).
-_DONE_ALONE = re.compile(rb"data:[ ]?\[DONE\][ \t]*(?:\r\n|\r|\n|\Z)")
+_DONE_ALONE = re.compile(rb"data:[ \t]*\[DONE\][ \t]*(?:\r\n|\r|\n|\Z)")
 # A data line with something in it: after a terminator's, the next response's when a capture glued it on (_unglued_end).
-_DATA_LINE = re.compile(rb"data:[ ]?[^ \t\r\n]")
+_DATA_LINE = re.compile(rb"data:[ \t]*[^ \t\r\n]")
 # What follows a [DONE] line that runs straight into the next response (see _glued_done).
 _INTO_NEXT = re.compile(rb"[ \t]*(?:\r\n|\r|\n)(?:event|data):")
 # SSE formats with rules of their own below, where the terminating event is not the response's
