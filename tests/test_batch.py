@@ -467,3 +467,42 @@ def test_record_shape_with_bad_arguments(twin, tmp_path):
     assert record["arguments"] is None and record["raw_arguments"] == '{"a": 1'
     assert "truncated" in record["error"]
     assert batch.summary.errors["arguments truncated"] == 1
+
+
+def test_sources_may_be_paths_alone_in_a_list_a_generator_or_a_glob(twin, tmp_path):
+    # pathlib.Path is how most code names a file; reassemble_many raised AttributeError on one.
+    import pathlib
+    bodies = _bodies("openai-chat", 2)
+    (tmp_path / "a.sse").write_bytes(b"".join(bodies))
+    path = tmp_path / "a.sse"
+    expected = _expected(twin, bodies, str(path))
+    assert expected
+    for sources in (path, [path], (p for p in [path]), [tmp_path / "*.sse"], pathlib.PurePath(path), [str(path)]):
+        assert list(callstitch.reassemble_many(sources)) == expected, sources
+    assert [r["source"] for r in callstitch.reassemble_many(tmp_path)] == [r["source"] for r in expected]
+
+
+class _BytesPath:
+    def __fspath__(self) -> bytes:
+        return self.path
+
+    def __init__(self, path: bytes) -> None:
+        self.path = path
+
+
+def test_a_pathlike_that_names_its_path_in_bytes_is_read(twin, tmp_path):
+    body = _bodies("openai-chat", 1)[0]
+    (tmp_path / "b.sse").write_bytes(body)
+    records = list(callstitch.reassemble_many([_BytesPath(os.fsencode(tmp_path / "b.sse"))]))
+    assert records == _expected(twin, [body], str(tmp_path / "b.sse"))
+
+
+@pytest.mark.parametrize("sources, says", [
+    (b"data: {}\n\n", "sources is bytes"), ([b"data: {}\n\n"], "source 0 is bytes"),
+    (["ok.sse", bytearray(b"x")], "source 1 is bytearray"), (3, "not int"), ([None], "source 0 is NoneType"),
+])
+def test_what_is_not_a_path_is_refused_with_a_clear_error(sources, says):
+    # A body given as a source was read as a path, or failed deep in glob with "expected string".
+    with pytest.raises(TypeError, match=says) as caught:
+        callstitch.reassemble_many(sources)
+    assert "str or os.PathLike" in str(caught.value)

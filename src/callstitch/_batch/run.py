@@ -6,7 +6,7 @@ import itertools
 import os
 from array import array
 from collections import Counter
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import orjson
 
@@ -17,6 +17,7 @@ from .collect import shown
 from .containers import CONTAINERS
 from .plan import Plan
 from .pool import outcomes
+from .sources import Sources, source_names
 from .task import Outcome
 from .turns import check_emit
 from .worker import SHRANK
@@ -51,7 +52,7 @@ class Batch:
     offset, kind, message)`` is called for each problem, in order.
     """
 
-    def __init__(self, sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
+    def __init__(self, sources: Sources, *, format: str = "auto", field: str | None = None,
                  jobs: int | None = 1, container: str = "auto",
                  on_problem: Callable[..., None] | None = None,
                  on_progress: Callable[[Summary], None] | None = None, limits: Limits | None = None,
@@ -65,7 +66,7 @@ class Batch:
         self._on_progress = on_progress
         self.summary = Summary()
         self._bare = emit == "chat-messages"  # its lines carry no source and stream
-        self._plan = Plan([sources] if isinstance(sources, str) else list(sources), format,
+        self._plan = Plan(source_names(sources), format,
                           tuple(field.split(".")) if field else None, container, limits, self.summary, emit,
                           tuple(request_field.split(".")) if request_field else None)
 
@@ -133,16 +134,17 @@ def _without(o: Outcome, kind: str) -> Outcome:
     return o._replace(errors=errors, problems=[p for p in o.problems if p[2] != kind])
 
 
-def reassemble_many(sources: Iterable[str] | str, *, format: str = "auto", field: str | None = None,
+def reassemble_many(sources: Sources, *, format: str = "auto", field: str | None = None,
                     jobs: int | None = 1, container: str = "auto",
                     on_problem: Callable[..., None] | None = None, limits: Limits | None = None,
                     emit: str = "calls", request_field: str | None = None) -> Batch:
     """Reassemble the tool calls of many captured sources; iterate the result for one dict per call.
 
     ``sources``: files, directories (walked recursively), glob patterns, or "-" for standard
-    input; compressed files (gzip, zstandard, bzip2, xz) are read decompressed. A source is one
-    response, several back to back (cut at each terminator), a JSONL log whose lines hold a
-    response at ``field`` (a dotted path), or a HAR file. ``jobs`` worker processes (None: one
+    input, each a str or a pathlib.Path (one alone, or an iterable of them); compressed files
+    (gzip, zstandard, bzip2, xz) are read decompressed. A source is one response, several back
+    to back (cut at each terminator), a JSONL log whose lines hold a response at ``field`` (a
+    dotted path), or a HAR file. ``jobs`` worker processes (None: one
     per core) do the work; the records come in the same order whatever their number.
     Each record: ``source``, ``stream``, ``choice``, ``index``, ``id``, ``name``, ``arguments``,
     ``error``, ``quirks`` (and ``raw_arguments`` when the arguments did not parse). Problems

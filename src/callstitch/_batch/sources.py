@@ -14,11 +14,13 @@ import lzma
 import os
 import stat
 import zlib
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Union
 
-__all__ = ["expand", "open_source", "sniff_compression", "Problem", "STDIN", "BODY_SUFFIXES"]
+__all__ = ["Sources", "source_names", "expand", "open_source", "sniff_compression", "Problem", "STDIN", "BODY_SUFFIXES"]
 
 STDIN = "-"
+# What reassemble_many takes: one path, or an iterable of them.
+Sources = Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]]
 
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -66,6 +68,38 @@ def _walked(path: str) -> bool:
     if name.startswith("."):
         return False
     return inner_name(name).lower().endswith(BODY_SUFFIXES)
+
+
+def source_names(sources: Any) -> list[str]:
+    """Return reassemble_many's sources as a list of path strings, or raise a TypeError that says what was wrong.
+
+    A path is a str or an os.PathLike (pathlib.Path); one path alone is one source. Bytes are
+    refused, not read as a path: in this library bytes are a body, and a body given here would
+    otherwise be reported as a missing file named after its text.
+    """
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    elif isinstance(sources, (bytes, bytearray, memoryview)):
+        raise TypeError(_NOT_A_PATH.format(what="sources", kind=type(sources).__name__))
+    try:
+        items = iter(sources)
+    except TypeError:
+        raise TypeError(f"reassemble_many takes paths (str or os.PathLike), or an iterable of them; "
+                        f"not {type(sources).__name__}") from None
+    names = []
+    for number, item in enumerate(items):
+        if isinstance(item, os.PathLike):
+            item = os.fspath(item)
+            if isinstance(item, bytes):
+                item = os.fsdecode(item)  # (a PathLike that names its path in bytes)
+        if not isinstance(item, str):
+            raise TypeError(_NOT_A_PATH.format(what=f"source {number}", kind=type(item).__name__))
+        names.append(item)
+    return names
+
+
+_NOT_A_PATH = ("reassemble_many: {what} is {kind}, not a path (str or os.PathLike); for a body held in memory "
+               "use callstitch.reassemble(body), and give a path held in bytes as os.fsdecode(path)")
 
 
 def expand(inputs: list[str]) -> Iterator[tuple[str, Problem | None]]:
