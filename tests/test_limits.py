@@ -798,6 +798,32 @@ def test_a_new_id_after_a_cut_cumulative_call_is_still_a_new_call(impl, cut_at, 
     assert is_cut(first) and (second.id, second.arguments) == ("call_b", {"z": 1})
 
 
+@pytest.mark.parametrize("cumulative", [2, 3, 4])
+@pytest.mark.parametrize("step", [None, 5], ids=["whole", "5-byte-reads"])
+def test_a_new_id_after_a_cut_call_sent_cumulatively_then_plainly_is_still_a_new_call(impl, cumulative, step):
+    # Pieces that repeat the text so far, then one that does not: uncut, the text as sent is every
+    # piece joined (_slots._append). Cut at any of its pieces, the call was no longer followed once
+    # the plain piece came, never read as complete, and the next call under its index (a new id)
+    # was taken for more of it: lost, with no limit on calls reached.
+    grown = ['{"a":' + " " * k for k in range(cumulative)]  # each repeats the one before, and grows
+    text = "".join(grown) + '{"b": [1, 2]}}' + "}" * (cumulative - 1)
+    body = chunk([tool_delta(0, id="call_a", name="f", arguments=grown[0])])
+    body += b"".join(chunk([tool_delta(0, arguments=piece)]) for piece in grown[1:])
+    body += chunk([tool_delta(0, arguments=text[len("".join(grown)):])])
+    body += chunk([tool_delta(0, id="call_b", arguments='{"z": 1}')]) + DONE
+
+    def run(limits):
+        return _fed_in_steps(impl, body, step, limits)
+    unlimited = run(None)
+    assert [(c.id, c.raw_arguments) for c in unlimited.tool_calls] == [("call_a", text), ("call_b", '{"z": 1}')]
+    assert unlimited.tool_calls[0].arguments is not None
+    for size in range(len(text)):
+        for limits in (Limits(call_bytes=size), Limits(stream_bytes=size)):
+            limited = run(limits)
+            assert cut_or_whole(limited, unlimited) == [], limits
+            assert [c.id for c in limited.tool_calls] == ["call_a", "call_b"], limits
+
+
 @pytest.mark.parametrize("limits", [Limits(call_bytes=0), Limits(call_bytes=2), Limits(stream_bytes=0)],
                          ids=["call-0", "call-2", "stream-0"])
 def test_twins_follow_a_cut_call_with_a_pending_surrogate_alike(both, limits):

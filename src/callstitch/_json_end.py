@@ -124,15 +124,25 @@ class CutText:
     complete() says whether it closed, and cannot tell a text that closes but does not parse.
     """
 
-    __slots__ = ("end", "whole", "pieces", "done")
+    __slots__ = ("end", "whole", "pieces", "done", "joined")
 
-    def __init__(self, kept: bytes | bytearray, pieces: int) -> None:
-        """kept: the text the call keeps; pieces: how many pieces it was sent in, all cumulative so far, else -1."""
+    def __init__(self, kept: bytes | bytearray, pieces: int, lengths: list[int] | None = None) -> None:
+        """kept: the text the call keeps; pieces: how many pieces it was sent in, all cumulative so far, else -1.
+
+        lengths: the length of each of those pieces (each a prefix of kept), when pieces > 0.
+        """
         self.end: JsonEnd | None = JsonEnd()
         self.done = self.end.ask(kept)
         self.pieces = pieces
         # the length and hash of the whole text so far, while a piece may yet repeat it whole
         self.whole = (len(kept), hash(bytes(kept))) if pieces >= 0 else None
+        # While the pieces repeat the text, the text as sent should one not: every piece joined
+        # (what _append rebuilds then), read for its structure as they come.
+        self.joined: JsonEnd | None = None
+        if pieces >= 0:
+            self.joined = JsonEnd()
+            for length in lengths or ():
+                self.joined.read_more(kept[:length])
 
     def read(self, data: bytes) -> None:
         """Read a piece the limit dropped."""
@@ -145,13 +155,11 @@ class CutText:
                 self.pieces += 1
                 self.end = JsonEnd()
                 self.done = self.end.ask(data)  # the whole text: as exact as uncut
+                self.joined.read_more(data)  # type: ignore[union-attr]  # (set while whole is)
                 return
+            # Not cumulative after all: the text as sent is every piece joined, this one too.
             self.whole = None
-            if self.pieces > 1:
-                # Not cumulative after all: the text as sent is every piece joined (_append rebuilds
-                # it from what it kept), which was dropped: not followed, never complete.
-                self.end = None
-                return
+            self.end, self.joined = self.joined, None
         if self.end is not None:
             self.end.read_more(data)
 

@@ -775,7 +775,7 @@ def _follow_cut(slot: Slot, data: bytes) -> None:
             pieces = 0  # none kept yet: the first would have begun cumulative tracking, as _append does
         elif slot.cumulative is not None:
             pieces = len(slot.cumulative)
-        end = slot.end = CutText(slot.buf, pieces)
+        end = slot.end = CutText(slot.buf, pieces, slot.cumulative)
     end.read(data)
 
 
