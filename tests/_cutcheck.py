@@ -5,6 +5,7 @@ Used by the limit tests, the property tests and the fuzz target (fuzz/fuzz_accum
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -55,11 +56,37 @@ def cut_or_whole(limited: Any, unlimited: Any, events_dropped: bool = False) -> 
                 problems.append(f"cut {call!r} kept {call.raw_arguments!r}, not a prefix of {ref.raw_arguments!r}")
         elif call != ref or call.arguments != ref.arguments or type(call.arguments) is not type(ref.arguments):
             problems.append(f"{call!r} was altered: unlimited it is {ref!r}")
-    if not _capped(limited):  # then no call may be missing (a cut one once took the next one with it)
-        kept = {(c.choice, c.index) for c in limited.tool_calls}
+    kept = {(c.choice, c.index) for c in limited.tool_calls}
+    capped = _capped(limited)
+    if not capped:  # then no call may be missing (a cut one once took the next one with it)
         problems += [f"{ref!r} is missing, with no limit on calls or choices reached"
                      for key, ref in whole.items() if key not in kept and key[0] not in unknowable]
+    elif capped == {"calls"}:
+        problems += _calls_cap_kept_the_first(limited, whole, kept, unknowable)
     return problems + _texts_kept(limited, unlimited)
+
+
+_CALLS_LIMIT = re.compile(r"Limits\.calls \((\d+)\) exceeded")
+
+
+def _calls_cap_kept_the_first(limited: Any, whole: dict, kept: set, unknowable: set) -> list[str]:
+    """Return what breaks Limits.calls' rule: the first calls to start are kept, as many as it allows, no other.
+
+    A choice's calls are numbered in the order they started, so each choice keeps a run from its
+    first call, and the choices' runs add up to the limit.
+    """
+    problems = []
+    for choice in {key[0] for key in whole} - unknowable:
+        refs = sorted(key[1] for key in whole if key[0] == choice)
+        held = [index in {k[1] for k in kept if k[0] == choice} for index in refs]
+        if any(later and not earlier for earlier, later in zip(held, held[1:])):
+            problems.append(f"choice {choice} lost a call that started before one it kept: {held}")
+    if not unknowable:
+        limit = int(next(_CALLS_LIMIT.search(str(e)).group(1) for e in limited.errors  # type: ignore[union-attr]
+                         if _CALLS_LIMIT.search(str(e))))
+        if len(kept) != limit:
+            problems.append(f"Limits.calls ({limit}) reached, yet {len(kept)} calls kept")
+    return problems
 
 
 def _unknowable(limited: Any, unlimited: Any) -> set:
@@ -74,9 +101,10 @@ def _unknowable(limited: Any, unlimited: Any) -> set:
     return {c.choice for c in limited.tool_calls if is_cut(c) and (c.choice, c.id) in odd}
 
 
-def _capped(result: Any) -> bool:
-    """Tell whether Limits.calls or Limits.choices dropped calls whole from result."""
-    return any(e.kind == "limit" and ("Limits.calls" in str(e) or "Limits.choices" in str(e)) for e in result.errors)
+def _capped(result: Any) -> set:
+    """Return which of Limits.calls and Limits.choices ("calls", "choices") dropped calls whole from result."""
+    return {name for e in result.errors if e.kind == "limit"
+            for name in ("calls", "choices") if f"Limits.{name} " in str(e)}
 
 
 def _texts_kept(limited: Any, unlimited: Any) -> list[str]:
