@@ -250,6 +250,48 @@ def test_range_bounds_cover_the_file_and_shrink_at_the_end(monkeypatch, size):
         assert steps[-2] < 1000  # the last tasks are short ones
 
 
+@pytest.mark.parametrize("kind", ["body", "jsonl"])
+def test_a_long_stretch_without_a_cut_is_scanned_once(twin, tmp_path, monkeypatch, kind):
+    # Each range task found its own cuts: a stretch with none (one long response, one long line)
+    # was scanned to its end once by every task whose range lay in it, quadratic in its length.
+    # Now the plan finds each cut once, and a range inside the stretch joins the task before it.
+    small = _bodies("anthropic", 3)
+    long_one = small[0]
+    text = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,' \
+           b'"delta":{"type":"text_delta","text":"' + b"x" * 80 + b'"}}\n\n'
+    at = long_one.index(b"event: content_block_delta")
+    long_one = long_one[:at] + text * 2000 + long_one[at:]  # ~260 KB with no cut inside
+    bodies = [small[1], long_one, small[2]]
+    if kind == "body":
+        data = b"".join(bodies)
+        kw: dict = {}
+    else:
+        data = b"".join(orjson.dumps({"response": body.decode()}) + b"\n" for body in bodies)
+        kw = {"field": "response"}
+    path = _write(tmp_path, f"long.{'sse' if kind == 'body' else 'jsonl'}", data)
+    whole = list(callstitch.reassemble_many([path], **kw))
+    monkeypatch.setattr(settings, "RANGE", 4000)
+    scanned = []
+
+    def counted(locate):
+        def run(f, x, *rest):
+            cut = locate(f, x, *rest)
+            scanned.append(cut - x)
+            return cut
+        return run
+    monkeypatch.setattr(plan, "first_cut", counted(plan.first_cut))
+    monkeypatch.setattr(plan, "next_line", counted(plan.next_line))
+    tasks = [t for what, t in plan.Plan([path], "auto", ("response",) if kind == "jsonl" else None, "auto",
+                                        None, callstitch._batch.run.Summary()) if what == "task"]
+    assert len(tasks) < 20 and all(t.exact for t in tasks)  # (not one per 4000 bytes: 65 of them)
+    assert sum(scanned) < len(data)  # each stretch once (old: 65 tasks each scanned the rest of it)
+    assert [(t.start, t.end) for t in tasks][0][0] == 0 and tasks[-1].end is None
+    assert all(a.end == b.start for a, b in zip(tasks, tasks[1:]))
+    assert list(callstitch.reassemble_many([path], **kw)) == whole
+    assert list(callstitch.reassemble_many([path], jobs=2, **kw)) == whole
+    assert sorted({r["stream"] for r in whole}) == [0, 1, 2]
+
+
 def test_jobs_keep_the_order(tmp_path, monkeypatch):
     monkeypatch.setattr(settings, "RANGE", 20000)
     paths = []

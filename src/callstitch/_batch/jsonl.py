@@ -23,13 +23,14 @@ def read_log(task: Task, reader: Any, raw: Any, compression: str | None, out: Co
     out.unit = "line"
     start = task.start
     if start:
-        start = _next_line(raw, start)
-        if task.end is not None and start >= task.end:
-            return
+        if not task.exact:
+            start = next_line(raw, start)
+            if task.end is not None and start >= task.end:
+                return
         raw.seek(start)
     end = task.end
-    if end is not None:
-        end = _next_line(raw, end)
+    if end is not None and not task.exact:
+        end = next_line(raw, end)
         raw.seek(start)
     reads = Reads(reader, start, end)
     lines = _Lines(task, start, out)
@@ -156,7 +157,7 @@ def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fm
     out.result(line_no, acc.finalize(), None, request)
 
 
-def _next_line(f: Any, x: int) -> int:
+def next_line(f: Any, x: int) -> int:
     """Return the start of the first line that begins at or after x."""
     size = os.fstat(f.fileno()).st_size
     if x <= 0 or x >= size:

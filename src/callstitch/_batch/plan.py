@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .._limits import Limits
 from . import settings
 from .containers import container, detect
 from .sources import STDIN, Problem, expand, inner_name, sniff_compression
-from .split import SPLITTABLE, by_cuts
+from .jsonl import next_line
+from .split import SPLITTABLE, Splitter, by_cuts
+from .streams import first_cut
 from .task import Task
 
 
@@ -58,9 +60,9 @@ class Plan:
         return "auto-jsonl" if self._field is not None else "auto"
 
     def _task(self, path: str, kind: str, size: int, planned: int | None, split: str | None = None,
-              start: int = 0, end: int | None = None) -> Task:
+              start: int = 0, end: int | None = None, exact: bool = False) -> Task:
         return Task(path, kind, self._format, split, self._field, start, end, size, limits=self._limits,
-                    planned=planned, emit=self._emit, request=self._request)
+                    planned=planned, emit=self._emit, request=self._request, exact=exact)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         for path, problem in expand(self._sources):
@@ -111,5 +113,37 @@ class Plan:
                 yield whole
                 return
             split = f"{fmt}/{framing}/{'cuts' if by_cuts(fmt, framing, head) else 'halts'}"
-        for start, end in range_bounds(size):
-            yield "task", self._task(path, kind, end - start, size, split, start, None if end >= size else end)
+            locate: Callable[[Any, int], int] = lambda f, x: first_cut(  # noqa: E731
+                f, x, lambda: Splitter(fmt, framing), framing)
+        elif kind == "jsonl":
+            locate = next_line
+        else:
+            for start, end in range_bounds(size):
+                yield "task", self._task(path, kind, end - start, size, split, start, None if end >= size else end)
+            return
+        for start, cut in _cut_bounds(path, size, locate):
+            end = size if cut is None else cut
+            yield "task", self._task(path, kind, end - start, size, split, start, cut, exact=True)
+
+
+def _cut_bounds(path: str, size: int, locate: Callable[[Any, int], int]) -> Iterator[tuple[int, int | None]]:
+    """Yield the (start, end) of a file's range tasks, each where a response (or line) begins; end None: to the end.
+
+    Each range's end is moved to the first cut at or after it (locate), found here, once: a task
+    whose whole range lies inside one response joins the task before. Each worker finding its own
+    cuts scanned a long stretch without a cut once per range in it: quadratic in its length.
+    """
+    start = 0
+    try:
+        with open(path, "rb") as f:
+            for _, bound in range_bounds(size)[:-1]:
+                if bound <= start:
+                    continue  # inside the response the last cut ended
+                cut = locate(f, bound)
+                if cut >= size:
+                    break
+                yield start, cut
+                start = cut
+    except OSError:
+        pass  # the task from here to the end reads it, and reports what went wrong
+    yield start, None

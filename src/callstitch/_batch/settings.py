@@ -14,8 +14,8 @@ BLOCK = 4 << 20          # one read
 FEED = 1 << 18           # one feed of a read, when accumulators stop at their own terminator
 # A large plain file is cut into tasks of this many bytes, the last few smaller (so workers end
 # together), whatever the number of workers, so -j N writes what -j 1 writes. (The variable is
-# for tests and tuning. The records do not depend on it: a terminating event longer than
-# LOOKBACK across a task boundary only moves that boundary to the next response's end.)
+# for tests and tuning. The records do not depend on it: the plan moves each boundary to the first
+# response start after it, plan._cut_bounds.)
 RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20))
 LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
 PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at

@@ -41,13 +41,13 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
     fmt, framing, cut, head = _split_spec(task, reads)
     make = lambda: Splitter(fmt, framing)  # noqa: E731
     start = task.start
-    if start:
-        start = _first_cut(raw, start, make, framing)
+    if start and not task.exact:
+        start = first_cut(raw, start, make, framing)
     end = task.end
-    if end is not None:
+    if end is not None and not task.exact:
         f = open(task.source, "rb")
         try:
-            end = _first_cut(f, end, make, framing)
+            end = first_cut(f, end, make, framing)
         finally:
             f.close()
         # Compared with the end's cut, not the range's end: a terminating event longer than
@@ -56,6 +56,7 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         # nothing, and the responses in between were lost).
         if start >= end:
             return
+    if end is not None:
         reads.limit = end
     if start:
         raw.seek(start)
@@ -69,7 +70,7 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
     _streams(reads, start, ends, splitter, acc_format, out, not task.start and task.end is None)
 
 
-def _first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int:
+def first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int:
     """Return the first cut at or after x that a fresh scan from shortly before x finds."""
     size = os.fstat(f.fileno()).st_size
     if x <= 0:

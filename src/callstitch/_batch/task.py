@@ -22,6 +22,7 @@ class Task(NamedTuple):
     planned: int | None = None    # the file's size when the work was planned (None: not a plain file)
     emit: str = "calls"           # what a record is: a call, a stream's turn, chat-messages (_batch/turns.py)
     request: tuple[str, ...] | None = None  # where a log line holds its request (--request-field)
+    exact: bool = False           # start and end are where responses (lines) begin, found by the plan
 
 
 class Outcome(NamedTuple):
