@@ -1,7 +1,7 @@
 """The turn's own fields that grow with the stream are bounded by Limits.stream_bytes, counted apart.
 
-Logprobs, citations, tool results, items and parts, changed envelopes, fields callstitch does not
-read: before, the turn kept every one a stream sent, whatever the limits (a stream repeating a
+Logprobs, citations, tool results, items and parts, changed envelopes (Gemini's too), fields callstitch
+does not read: before, the turn kept every one a stream sent, whatever the limits (a stream repeating a
 citation grew the turn by the event, without end). Now each event whose fields the turn keeps is
 counted (its size, once) against Limits.stream_bytes apart from calls and texts, which it takes
 nothing from; past the budget the turn keeps none of its own fields after it, the limit said once.
@@ -147,6 +147,24 @@ _OLLAMA_HEAD = _ollama_line({"model": "m", "created_at": "t", "done": False, "me
 _OLLAMA_TAIL = _ollama_line({"model": "m", "created_at": "t", "message": {"role": "assistant", "content": ""},
                              "done": True, "done_reason": "stop"})
 
+def _gemini(candidate: dict, **top) -> bytes:
+    return b"data: " + dumps({"candidates": [{"index": 0, **candidate}], "modelVersion": "gemini-2.5-flash",
+                              "responseId": "g1", **top}) + b"\r\n\r\n"
+
+
+def _gemini_citation(k: int) -> bytes:
+    citation = {"startIndex": k, "endIndex": k + 1, "uri": f"https://example.com/{k}", "license": ""}
+    return _gemini({"citationMetadata": {"citations": [citation]}})
+
+
+def _gemini_envelope(k: int) -> bytes:
+    # A field the turn keeps, new in every chunk: unlimited, the turn holds up to FOLD_AT of them before folding.
+    return _gemini({}, createTime=f"2026-12-07T00:00:{k:06d}Z", serverNote=f"{k:06d}" + "n" * 200)
+
+
+_GEMINI_HEAD = _gemini({"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"a": 1}}}]}})
+_GEMINI_TAIL = _gemini({"content": {"role": "model", "parts": [{"text": "Paris"}]}, "finishReason": "STOP"})
+
 # (format, head, an event that adds to one of the turn's own fields, tail)
 CASES = {
     "chat-logprobs": ("openai-chat", _CHAT_HEAD, _chat_logprobs, _CHAT_TAIL),
@@ -158,6 +176,8 @@ CASES = {
     "bedrock-redacted-reasoning": ("bedrock", _BEDROCK_HEAD, _bedrock_redacted, _BEDROCK_TAIL),
     "cohere-citations": ("cohere", _COHERE_HEAD, _cohere_citation, _COHERE_TAIL),
     "ollama-logprobs": ("ollama", _OLLAMA_HEAD, _ollama_logprobs, _OLLAMA_TAIL),
+    "gemini-citations": ("gemini", _GEMINI_HEAD, _gemini_citation, _GEMINI_TAIL),
+    "gemini-envelopes": ("gemini", _GEMINI_HEAD, _gemini_envelope, _GEMINI_TAIL),
 }
 
 
@@ -269,3 +289,47 @@ def test_a_field_sent_again_the_same_in_every_chunk_is_not_counted(both):
         response = result.to_response()
         assert response["provider"] == "OpenAI"
         assert response["choices"][0]["content_filter_results"] == {"hate": {"filtered": False}}
+
+
+def _gemini_spaced(k: int, value: int) -> bytes:
+    """A chunk whose envelope says value, its spacing changing with k (the compiled twin logs each new text)."""
+    space = b" " * (k % 3)
+    return (b'data: {"candidates":' + space + b'[{"index": 0,"avgLogprobs":' + space + str(-value).encode()
+            + b'}],"modelVersion": "m","responseId": "g1"}\r\n\r\n')
+
+
+def test_the_twins_count_gemini_envelopes_alike_whatever_their_spacing(both):
+    # The compiled twin logs an envelope whose text changed, the pure twin one whose value did: they
+    # count each as it is folded, when both read values, so they cut at the same one whatever the budget.
+    body = _GEMINI_HEAD + b"".join(_gemini_spaced(k, k // 4) for k in range(40)) + _GEMINI_TAIL
+    free = [impl.reassemble(body, format="gemini") for impl in both]
+    assert free[0] == free[1] and not free[0].errors
+    assert free[0].to_response()["candidates"][0]["finishReason"] == "STOP"
+    cut_somewhere = 0
+    for budget in range(0, len(body), 37):
+        held = [impl.reassemble(body, format="gemini", limits=Limits(stream_bytes=budget)) for impl in both]
+        assert held[0] == held[1], budget
+        assert orjson.dumps(held[0].to_response()) == orjson.dumps(held[1].to_response()), budget
+        cut_somewhere += bool(_own_limit_errors(held[0]))
+    assert cut_somewhere  # (some budget cuts the envelopes, so the comparison above saw it)
+
+
+def test_gemini_envelopes_are_folded_before_they_hold_a_megabyte(impl):
+    # Unlimited, the envelopes logged were folded every 1,024: chunks of a megabyte each held a gigabyte.
+    import tracemalloc
+    from callstitch._turns.gemini import FOLD_BYTES
+    acc = impl.Accumulator(format="gemini")
+    acc.feed(_GEMINI_HEAD)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        held = []
+        for k in range(40):
+            acc.feed(_gemini({}, serverNote=f"{k:06d}" + "n" * 300_000))
+            held.append(tracemalloc.get_traced_memory()[0] - base)
+    finally:
+        tracemalloc.stop()
+    acc.feed(_GEMINI_TAIL)
+    result = acc.finalize()
+    assert max(held) < FOLD_BYTES + 3 * 300_000, held  # (all 40 kept: 12 MB)
+    assert result.to_response()["serverNote"].startswith("000039") and not result.errors

@@ -563,6 +563,10 @@ class SlotBook:
         self._own_kept += size
         return True
 
+    def own_budget(self) -> int:
+        """Return Limits.stream_bytes as a number (no limit: one no stream reaches), for a turn that counts its own."""
+        return self._max_stream
+
     def argument_room(self) -> int:
         """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest."""
         # Never less than the room the call finds when it is handed over (a holder of more than this

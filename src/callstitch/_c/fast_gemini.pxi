@@ -423,7 +423,7 @@ cdef int _gemini_log_envelope(Accumulator acc, const unsigned char *data, Py_ssi
             memcpy(out, b"null", 4)
             out += 4
             p = stop[k]
-    turn.log_envelope(envelope)  # (its envelope too, for the general path's own check)
+    turn.log_envelope(envelope, n)  # (its envelope too, for the general path's own check)
     acc._gem_env = envelope
     acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
     return 0
@@ -434,7 +434,7 @@ cdef object _gemini_turn(Accumulator acc):
     if acc._gem_turn is None:
         turn = acc._state.turn
         if turn is None:
-            turn = acc._state.turn = GeminiTurn()
+            turn = acc._state.turn = GeminiTurn(acc._max_stream)  # (own_budget(), read in C)
         acc._gem_turn, acc._gem_log, acc._gem_logged = turn, turn.log, -1
     if PyList_GET_SIZE(acc._gem_log) != acc._gem_logged:
         acc._gem_env, acc._gem_run = None, -1

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._limits import own_full
 from .._text import compact_json
 from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn, choice_of
 from .inband import error_text
@@ -53,13 +54,13 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
         return
     turn = state.turn
     if turn is None:
-        turn = state.turn = GeminiTurn()
+        turn = state.turn = GeminiTurn(acc.own_budget())
     candidates = obj.get("candidates")
     listed = candidates if type(candidates) is list else []
     # A candidate past Limits.choices keeps nothing, in the turn neither; its finishReason still ends it.
     admitted = [type(candidate) is dict and acc.admit_choice(choice_of(candidate, position))
                 for position, candidate in enumerate(listed)]
-    turn.take_envelope(obj, admitted)
+    turn.take_envelope(obj, admitted, state.event_size)
     for position, candidate in enumerate(listed):
         if type(candidate) is not dict:
             state.error("unexpected shape", "a candidate is not an object", offset, candidate)
@@ -206,10 +207,13 @@ def finish_choice(acc: Sink, state: StreamState, choice: int, reason: str) -> No
 
 
 def close(acc: Sink, state: StreamState) -> None:
-    """Take calls the stream never closed as they were built."""
+    """Take calls the stream never closed as they were built; say whether the envelopes went past their budget."""
     notes: State = state.notes
     for choice in list(notes.open):
         close_open(acc, state, choice)
+    turn = state.turn
+    if type(turn) is GeminiTurn and turn.settle():
+        own_full(state, turn.budget, None)
 
 
 class Builder:

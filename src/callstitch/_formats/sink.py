@@ -75,6 +75,13 @@ class Sink(Protocol):
         field asked; past the budget the turn keeps none of its own fields from then on.
         """
 
+    def own_budget(self) -> int:
+        """Return the bytes the turn's own fields may take (Limits.stream_bytes, counted apart), for one counted later.
+
+        An adapter that counts them itself, not as each event comes (Gemini's envelopes, counted
+        as they are folded), reports going past it with _limits.own_full.
+        """
+
     def argument_room(self) -> int:
         """Return the most argument bytes a call started now may keep: Limits.call_bytes, or stream_bytes' rest.
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._exactjson import loads_exact
+from .._limits import UNLIMITED
+from .._text import json_size
 from .fresh import fresh
 
 TEXT_KEYS = frozenset(("text", "thought", "thoughtSignature"))
@@ -45,9 +47,11 @@ _CITATION_LISTS = ("citationSources", "citations")
 # The lengths are acc.text_length(choice, 0 / 1) before the part: where an open text run ends.
 RUN, CALL, OTHER, CALL_SIGNATURE, ENVELOPE = 0, 1, 2, 3, 4
 # Envelopes logged before they are folded: a stream whose envelope changes with every chunk (a
-# hostile one, or one of many candidates) keeps at most this many, not one per chunk. Folding
-# parses them, which a stream read for its calls only never needs: a real stream never gets here.
+# hostile one, or one of many candidates) keeps at most this many, or this many bytes of chunks,
+# not one per chunk. Folding parses them, which a stream read for its calls only never needs: a
+# real stream never gets here.
 FOLD_AT = 1024
+FOLD_BYTES = 1 << 20
 _NO_RUN = (0, None, -1)  # GeminiTurn.open_run when no unsigned text run is open
 
 
@@ -68,21 +72,33 @@ class GeminiTurn:
     the log's length after its entry or an envelope's, while nothing else has been logged since; the
     compiled twin appends part entries itself and keeps its own note).
     folded: what the envelopes taken out of the log said (the top-level fields, and per candidate
-    a record with no parts), or None; pending: the envelopes logged since; clean: the length of the
-    log's start that holds no envelope (what the last fold left), which the next fold need not read.
-    An envelope changes only fields, a part entry only parts: the two kinds commute, so folding the
-    envelopes early reads the same.
+    a record with no parts), or None; pending, pending_bytes: the envelopes logged since, and the
+    bytes of their chunks; clean: the length of the log's start that holds no envelope (what the
+    last fold left), which the next fold need not read. An envelope changes only fields, a part
+    entry only parts: the two kinds commute, so folding the envelopes early reads the same.
+
+    The envelopes are the turn's own fields, under Limits.stream_bytes counted apart (budget): an
+    envelope that changes what the last one said counts its chunk's bytes (spent), and past the
+    budget none is taken (full). Counted as they are folded, where both twins read the same values
+    (the compiled twin logs an envelope whose text changed, its spacing alone perhaps): so when is
+    no matter, and the limit is reported at the stream's end (settle).
     """
 
-    __slots__ = ("log", "envelope", "folded", "pending", "open_run", "clean")
+    __slots__ = ("log", "envelope", "folded", "pending", "pending_bytes", "open_run", "clean", "budget", "spent",
+                 "full", "last")
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int = UNLIMITED) -> None:
         self.log: list[tuple] = []
         self.envelope: Any = None
         self.folded: tuple[dict[str, Any], dict[int, GeminiCandidate]] | None = None
         self.pending = 0
+        self.pending_bytes = 0
         self.open_run: tuple[int, Any, int] = _NO_RUN
         self.clean = 0
+        self.budget = budget
+        self.spent = 0
+        self.full = False
+        self.last: Any = None  # the value of the last envelope folded
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
         """Log a part's event, with where the choice's texts end before it."""
@@ -91,11 +107,12 @@ class GeminiTurn:
         self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
         self.open_run = (choice, a, len(self.log)) if kind == RUN and b is None else _NO_RUN
 
-    def take_envelope(self, obj: dict, admitted: list[bool]) -> None:
+    def take_envelope(self, obj: dict, admitted: list[bool], size: int) -> None:
         """Log a chunk's envelope (all but its parts and usageMetadata) unless it is the last one logged.
 
         admitted: per candidate, whether it is kept (Limits.choices); one that is not is logged as
         null, which keeps the places of the others (a candidate without an index is numbered by its place).
+        size: the chunk's bytes (-1 for a chunk fed as an object: the envelope's JSON is measured).
         """
         envelope = {key: value for key, value in obj.items() if key != "usageMetadata"}
         listed = obj.get("candidates")
@@ -107,21 +124,23 @@ class GeminiTurn:
         except RecursionError:  # nested near orjson's 1,024 levels, under a deep stack: a repeat logged is harmless
             changed = True
         if changed:
-            self.log_envelope(envelope)
+            self.log_envelope(envelope, size if size >= 0 else json_size(envelope))
 
-    def log_envelope(self, envelope: Any) -> None:
-        """Log a changed envelope (a dict, or the compiled twin's text); every FOLD_AT of them, fold them.
+    def log_envelope(self, envelope: Any, size: int) -> None:
+        """Log a changed envelope (a dict, or the compiled twin's text) of a chunk of size bytes; fold them now and then.
 
-        Not counted against Limits.stream_bytes (keep_own): the twins tell a change apart each its
-        own way (the compiled one by the text, spacing included), so they would count differently.
+        Once the budget is spent, none is logged: none would be taken.
         """
         self.envelope = envelope
+        if self.full:
+            return
         log = self.log
         choice, kind, at = self.open_run
         run_open = at == len(log)
-        log.append((ENVELOPE, None, 0, 0, envelope, None))
+        log.append((ENVELOPE, None, size, 0, envelope, None))
         self.pending += 1
-        if self.pending >= FOLD_AT:
+        self.pending_bytes += size
+        if self.pending >= FOLD_AT or self.pending_bytes >= FOLD_BYTES:
             self.fold()
         # An envelope changes no part: an open run stays open. A note of a run no longer open is
         # dropped, so that a log shrunk by the fold cannot happen to match its length again.
@@ -137,16 +156,45 @@ class GeminiTurn:
         # Only what came after the last fold: the part entries before it stay where they are, and
         # reading them again at every fold made a stream of parts and changing envelopes quadratic.
         kept = []
+        budget = [self.spent, self.full, self.last]
         for entry in log[self.clean:]:
             if entry[0] == ENVELOPE:
-                envelope = entry[4]
-                _take_envelope(fields, candidates, envelope if type(envelope) is dict else loads_exact(envelope))
+                _take_counted(fields, candidates, entry, self.budget, budget)
             else:
                 kept.append(entry)
         log[self.clean:] = kept  # in place: the compiled twin holds the list
         self.clean = len(log)
         self.folded = (fields, candidates)
-        self.pending = 0
+        self.spent, self.full, self.last = budget
+        self.pending = self.pending_bytes = 0
+
+    def settle(self) -> bool:
+        """Fold what may go past the budget, at the stream's end; tell whether the envelopes went past it."""
+        if not self.full and self.spent + self.pending_bytes > self.budget:
+            self.fold()
+        return self.full
+
+
+def _take_counted(fields: dict, candidates: dict, entry: tuple, limit: int, budget: list) -> None:
+    """Take a logged envelope's fields if it changes what the last one taken said and its chunk fits the budget.
+
+    budget: [bytes spent, whether the budget is spent, the value of the last envelope taken], updated.
+    """
+    if budget[1]:
+        return
+    envelope = entry[4] if type(entry[4]) is dict else loads_exact(entry[4])
+    try:
+        same = envelope == budget[2]
+    except RecursionError:  # (as take_envelope: nested near orjson's 1,024 levels, under a deep stack)
+        same = False
+    if same:
+        return  # the compiled twin logs a change of text that is none of value (its spacing, say)
+    if budget[0] + entry[2] > limit:
+        budget[1] = True
+        return
+    budget[0] += entry[2]
+    budget[2] = envelope
+    _take_envelope(fields, candidates, envelope)
 
 
 def choice_of(candidate: dict, position: int) -> int:
@@ -256,9 +304,18 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
     if turn is not None and turn.folded is not None:
         fields = dict(turn.folded[0])
         candidates = {choice: record.copy() for choice, record in turn.folded[1].items()}
-    for kind, choice, length0, length1, a, b in turn.log if turn is not None else ():
+    # Counted only where the budget may run out (settle folded those): else an envelope that repeats
+    # the last one's values (the compiled twin logs a change of spacing) changes nothing, taken again.
+    budget = None
+    if turn is not None and (turn.full or turn.spent + turn.pending_bytes > turn.budget):
+        budget = [turn.spent, turn.full, turn.last]
+    for entry in turn.log if turn is not None else ():
+        kind, choice, length0, length1, a, b = entry
         if kind == ENVELOPE:
-            _take_envelope(fields, candidates, a if type(a) is dict else loads_exact(a))
+            if budget is None:
+                _take_envelope(fields, candidates, a if type(a) is dict else loads_exact(a))
+            else:
+                _take_counted(fields, candidates, entry, turn.budget, budget)  # type: ignore[union-attr]
             continue
         record = candidates.get(choice)
         if record is None:
