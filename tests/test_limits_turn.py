@@ -236,11 +236,18 @@ def test_fields_fed_as_objects_are_measured(both):
 
 
 def _citations(result_or_response: dict) -> int:
+    """Count the citations of an Anthropic message, or of a Gemini response's first candidate."""
+    if "candidates" in result_or_response:
+        return len(result_or_response["candidates"][0].get("citationMetadata", {}).get("citations", []))
     return sum(len(block.get("citations") or []) for block in result_or_response["content"])
 
 
-def test_reassemble_many_keeps_the_turn_within_the_budget(tmp_path):
-    fmt, body = _body("anthropic-citations", REPEATS)
+ENTRY_CASES = ["anthropic-citations", "gemini-citations"]
+
+
+@pytest.mark.parametrize("case", ENTRY_CASES)
+def test_reassemble_many_keeps_the_turn_within_the_budget(tmp_path, case):
+    fmt, body = _body(case, REPEATS)
     (tmp_path / "a.sse").write_bytes(body)
     free, = callstitch.reassemble_many(str(tmp_path), emit="turns")
     held, = callstitch.reassemble_many(str(tmp_path), emit="turns", limits=Limits(stream_bytes=BUDGET))
@@ -249,8 +256,9 @@ def test_reassemble_many_keeps_the_turn_within_the_budget(tmp_path):
     assert "the turn keeps" in json.dumps(held["errors"])
 
 
-def test_the_cli_keeps_the_turn_within_the_budget(tmp_path):
-    fmt, body = _body("anthropic-citations", REPEATS)
+@pytest.mark.parametrize("case", ENTRY_CASES)
+def test_the_cli_keeps_the_turn_within_the_budget(tmp_path, case):
+    fmt, body = _body(case, REPEATS)
     path = tmp_path / "a.sse"
     path.write_bytes(body)
     out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--emit", "turns",
@@ -266,8 +274,9 @@ def test_the_cli_keeps_the_turn_within_the_budget(tmp_path):
     assert [json.loads(line)["arguments"] for line in calls.stdout.splitlines()] == [{"a": 1}]
 
 
-def test_tee_keeps_the_turn_within_the_budget(impl):
-    fmt, body = _body("anthropic-citations", REPEATS)
+@pytest.mark.parametrize("case", ENTRY_CASES)
+def test_tee_keeps_the_turn_within_the_budget(impl, case):
+    fmt, body = _body(case, REPEATS)
     seen: list = []
     tap = Tee([body], fmt, seen.append, accumulator=impl.Accumulator(format=fmt, limits=Limits(stream_bytes=BUDGET)))
     assert b"".join(tap) == body  # the stream itself passes through whole

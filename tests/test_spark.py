@@ -490,11 +490,12 @@ def test_custom_calls_have_their_kind(spark, tmp_path):
 
 # -- emit="turns" ---------------------------------------------------------------------------------
 
-def test_the_turns_own_fields_stay_within_the_stream_budget(spark):
+@pytest.mark.parametrize("case", ["anthropic-citations", "gemini-citations"])
+def test_the_turns_own_fields_stay_within_the_stream_budget(spark, case):
     # A stream repeating a citation: the turn keeps its own fields within Limits.stream_bytes
     # (tests/test_limits_turn.py says how), on the workers as in the library.
     from test_limits_turn import BUDGET, REPEATS, _body, _citations
-    _, body = _body("anthropic-citations", REPEATS)
+    _, body = _body(case, REPEATS)
     df = spark.createDataFrame([(0, body.decode())], "n long, body string")
     free, = cs_spark.reassemble(df, keep="n", emit="turns").collect()
     held, = cs_spark.reassemble(df, keep="n", emit="turns", limits=callstitch.Limits(stream_bytes=BUDGET)).collect()
