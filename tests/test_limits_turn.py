@@ -73,6 +73,14 @@ def _anthropic_citation(k: int) -> bytes:
                  "delta": {"type": "citations_delta", "citation": citation}}, "content_block_delta")
 
 
+def _anthropic_tool_result(k: int) -> bytes:
+    block = {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{k}",
+             "content": [{"type": "web_search_result", "url": f"https://example.com/{k}", "title": "t",
+                          "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5LTQ1NGUtODgxNC1kNjNjNTk4ODY0"}]}
+    return (_sse({"type": "content_block_start", "index": k + 2, "content_block": block}, "content_block_start")
+            + _sse({"type": "content_block_stop", "index": k + 2}, "content_block_stop"))
+
+
 def _anthropic_delta(k: int) -> bytes:
     return _sse({"type": "message_delta", "delta": {"stop_reason": "tool_use", f"k{k}": k}}, "message_delta")
 
@@ -157,6 +165,11 @@ def _gemini_citation(k: int) -> bytes:
     return _gemini({"citationMetadata": {"citations": [citation]}})
 
 
+def _gemini_other_part(k: int) -> bytes:
+    return _gemini({"content": {"role": "model", "parts": [{"inlineData": {"mimeType": "image/png",
+                                                                           "data": f"iVBORw0KGgo{k:08d}"}}]}})
+
+
 def _gemini_envelope(k: int) -> bytes:
     # A field the turn keeps, new in every chunk: unlimited, the turn holds up to FOLD_AT of them before folding.
     return _gemini({}, createTime=f"2026-12-07T00:00:{k:06d}Z", serverNote=f"{k:06d}" + "n" * 200)
@@ -172,12 +185,14 @@ CASES = {
     "responses-items": ("openai-responses", _RESPONSES_HEAD, _responses_item, _RESPONSES_TAIL),
     "anthropic-citations": ("anthropic", _ANTHROPIC_HEAD, _anthropic_citation, _ANTHROPIC_TAIL),
     "anthropic-message-deltas": ("anthropic", _ANTHROPIC_HEAD, _anthropic_delta, _ANTHROPIC_TAIL),
+    "anthropic-tool-results": ("anthropic", _ANTHROPIC_HEAD, _anthropic_tool_result, _ANTHROPIC_TAIL),
     "bedrock-citations": ("bedrock", _BEDROCK_HEAD, _bedrock_citation, _BEDROCK_TAIL),
     "bedrock-redacted-reasoning": ("bedrock", _BEDROCK_HEAD, _bedrock_redacted, _BEDROCK_TAIL),
     "cohere-citations": ("cohere", _COHERE_HEAD, _cohere_citation, _COHERE_TAIL),
     "ollama-logprobs": ("ollama", _OLLAMA_HEAD, _ollama_logprobs, _OLLAMA_TAIL),
     "gemini-citations": ("gemini", _GEMINI_HEAD, _gemini_citation, _GEMINI_TAIL),
     "gemini-envelopes": ("gemini", _GEMINI_HEAD, _gemini_envelope, _GEMINI_TAIL),
+    "gemini-other-parts": ("gemini", _GEMINI_HEAD, _gemini_other_part, _GEMINI_TAIL),
 }
 
 

@@ -223,7 +223,10 @@ def test_a_stream_bytes_limit_shortens_the_text_never_adds(both):
     for limit in (0, 10, 200, 400, 900, 2000):
         turns = [impl.reassemble(body, limits=Limits(stream_bytes=limit)).to_response() for impl in both]
         assert turns[0] == turns[1]
-        for got, want in zip(turns[0]["content"], full):
+        # (a block kept as sent past the budget, a tool result, is not listed: the texts' blocks are compared)
+        texts = [[b for b in content if "text" in b or "thinking" in b] for content in (turns[0]["content"], full)]
+        assert len(texts[0]) == len(texts[1])
+        for got, want in zip(*texts):
             for field in ("text", "thinking"):
                 if field in want:
                     assert want[field].startswith(got[field])

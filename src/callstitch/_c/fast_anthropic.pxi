@@ -137,6 +137,8 @@ cdef int _anthropic_start(Accumulator acc, object state, const cs_val *v, const 
         which = 1
     if which >= 0 and not (v[7 + which].kind & (CS_T_STR | CS_T_ABSENT | CS_T_NULL)):
         return 0  # text that is not a string: the adapter reports it
+    if which < 0 and v[6].kind == CS_T_ABSENT and not _is(&v[3], "tool_use", 8):
+        return 0  # a block kept as sent (a tool result …): the adapter counts it against the turn's budget
     _anthropic_turn(state).log.append((index, PyBytes_FromStringAndSize(<const char *>data, n), which,
                                        _anthropic_text_len(acc, which) if which >= 0 else 0))
     # The block at index is a new one: deltas at index are its, and of its kind only.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .inband import error_text
 from .._text import compact_json
-from .._turns.anthropic import AnthropicTurn, which_of
+from .._turns.anthropic import SETTLE_AT, AnthropicTurn, which_of
 from .._turns.partial_json import keep_input_piece
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
@@ -123,6 +123,9 @@ def start_block(acc: Sink, state: StreamState, index: int, block: dict, offset: 
     """A content block starts: note it in the turn, start its call if it is a client tool's, take its start text."""
     btype = block.get("type")
     which = which_of(btype)
+    if which < 0 and "input" not in block and not (type(btype) is str and btype in _CLIENT_BLOCKS) and (
+            not acc.keep_own(block)):
+        return  # a block kept as sent (a tool result, redacted thinking …) past the turn's budget: none of it
     (state.turn or turn_of(state)).log.append((index, block, which, acc.text_length(0, which) if which >= 0 else 0))
     if type(btype) is str and btype in _CLIENT_BLOCKS:
         start_tool(acc, state, index, block.get("id"), block.get("name"), block.get("input"))
@@ -206,6 +209,9 @@ def start_tool(acc: Sink, state: StreamState, index: int, call_id: Any, name: An
 
 def stop_block(acc: Sink, state: StreamState, index: int) -> None:
     """A content block stops: a tool block's call is complete (the caller logs the stop in the turn)."""
+    turn = state.turn
+    if turn is not None and len(turn.log) >= SETTLE_AT:
+        turn.settle()  # (else stops of blocks the turn did not keep, past its budget, pile up in the log)
     _settle(acc, state, index)
     notes: State = state.notes
     if index in notes.tools:

@@ -90,8 +90,9 @@ def _parts(acc: Sink, state: StreamState, turn: GeminiTurn, choice: int, parts: 
         elif _plain_text(part):
             _text_part(acc, turn, choice, part)
         else:
-            turn.event(acc, OTHER, choice, part)  # carried as sent; its text counts as text all the same
-            if type(part.get("text")) is str and part["text"]:
+            if acc.keep_own(part):  # carried as sent, within Limits.stream_bytes (the turn's own fields)
+                turn.event(acc, OTHER, choice, part)
+            if type(part.get("text")) is str and part["text"]:  # (its text counts as text all the same)
                 acc.text_piece(choice, 1 if part.get("thought") is True else 0, part["text"])
 
 

@@ -74,6 +74,7 @@ def which_of(kind: Any) -> int:
 
 
 FOLD_AT = 64  # message_delta objects kept before they are folded into one (a stream sends one)
+SETTLE_AT = 64  # block starts and stops logged before a stop reads them into blocks
 
 
 class AnthropicTurn:
