@@ -357,3 +357,18 @@ def test_gemini_envelopes_are_folded_before_they_hold_a_megabyte(impl):
     result = acc.finalize()
     assert max(held) < FOLD_BYTES + 3 * 300_000, held  # (all 40 kept: 12 MB)
     assert result.to_response()["serverNote"].startswith("000039") and not result.errors
+
+
+def test_the_twins_count_gemini_envelopes_alike_whichever_path_read_them(both):
+    # Found by the fuzzer: the compiled twin's fast path logs a chunk's envelope as text (parts and
+    # usage null), its general path as the adapter's dict (no parts, no usage); read as they were,
+    # the same envelope from each compared unequal, was counted twice, and went past a budget the
+    # pure twin's did not.
+    plain = _gemini({"content": {"role": "model", "parts": [{"text": "Hi"}]}})  # (the fast path's)
+    other = _gemini({"content": {"role": "model", "parts": [{"inlineData": {"mimeType": "image/png",
+                                                                            "data": "iVBORw0KGgo"}}]}})  # (not)
+    body = _GEMINI_HEAD + plain + other + plain + other + _GEMINI_TAIL
+    for budget in range(0, 2 * len(body), 11):
+        held = [impl.reassemble(body, format="gemini", limits=Limits(stream_bytes=budget)) for impl in both]
+        assert held[0] == held[1], budget
+        assert orjson.dumps(held[0].to_response()) == orjson.dumps(held[1].to_response()), budget

@@ -114,11 +114,7 @@ class GeminiTurn:
         null, which keeps the places of the others (a candidate without an index is numbered by its place).
         size: the chunk's bytes (-1 for a chunk fed as an object: the envelope's JSON is measured).
         """
-        envelope = {key: value for key, value in obj.items() if key != "usageMetadata"}
-        listed = obj.get("candidates")
-        if type(listed) is list:
-            envelope["candidates"] = [_without_parts(candidate) if kept else None
-                                      for candidate, kept in zip(listed, admitted)]
+        envelope = _envelope_of(obj, admitted)
         try:
             changed = envelope != self.envelope
         except RecursionError:  # nested near orjson's 1,024 levels, under a deep stack: a repeat logged is harmless
@@ -182,7 +178,7 @@ def _take_counted(fields: dict, candidates: dict, entry: tuple, limit: int, budg
     """
     if budget[1]:
         return
-    envelope = entry[4] if type(entry[4]) is dict else loads_exact(entry[4])
+    envelope = entry[4] if type(entry[4]) is dict else _envelope_of(loads_exact(entry[4]))
     try:
         same = envelope == budget[2]
     except RecursionError:  # (as take_envelope: nested near orjson's 1,024 levels, under a deep stack)
@@ -201,6 +197,21 @@ def choice_of(candidate: dict, position: int) -> int:
     """Return a candidate's choice number: its index, or its place in the list when it has none that is an integer."""
     choice = candidate.get("index", position)
     return choice if type(choice) is int else position
+
+
+def _envelope_of(obj: dict, admitted: list[bool] | None = None) -> dict:
+    """Return a chunk's envelope: its fields but usageMetadata, and its candidates' but their parts.
+
+    admitted: per candidate, whether it is kept (Limits.choices); one that is not is None. None:
+    all are (the compiled twin's text, of a chunk its fast path took: parts and usage null, read
+    here into what the general path logs, so that the two compare equal when they say the same).
+    """
+    envelope = {key: value for key, value in obj.items() if key != "usageMetadata"}
+    listed = obj.get("candidates")
+    if type(listed) is list:
+        envelope["candidates"] = [_without_parts(candidate) if admitted is None or kept else None
+                                  for candidate, kept in zip(listed, admitted or [True] * len(listed))]
+    return envelope
 
 
 def _without_parts(candidate: Any) -> Any:
