@@ -372,3 +372,37 @@ def test_the_twins_count_gemini_envelopes_alike_whichever_path_read_them(both):
         held = [impl.reassemble(body, format="gemini", limits=Limits(stream_bytes=budget)) for impl in both]
         assert held[0] == held[1], budget
         assert orjson.dumps(held[0].to_response()) == orjson.dumps(held[1].to_response()), budget
+
+
+@pytest.mark.parametrize("depth", [200, 990, 1020])
+def test_deep_gemini_envelopes_are_counted_alike(both, depth):
+    from callstitch._turns.gemini import _key
+    # Envelopes are compared as they are folded: by a flat key, not ==, which recurses and could
+    # refuse (RecursionError) in one twin what it reads in the other, whose stack is shallower.
+    deep = b"[" * depth + b"]" * depth
+    chunks = [b'data: {"candidates": [{"index": 0}],' + b" " * (k % 2) + b'"deep": ' + deep + b'}\r\n\r\n'
+              for k in range(6)]
+    body = _GEMINI_HEAD + b"".join(chunks) + _GEMINI_TAIL
+    for budget in (None, 0, len(chunks[0]), 3 * len(chunks[0]), len(body)):
+        held = [impl.reassemble(body, format="gemini", limits=Limits(stream_bytes=budget)) for impl in both]
+        assert held[0].errors == held[1].errors, budget
+        assert _key(held[0].to_response()) == _key(held[1].to_response()), budget  # (== and orjson recurse)
+        assert _key(held[0].to_response()) != _key(held[0].to_response() | {"x": 1})
+
+
+def test_gemini_envelopes_are_counted_alike_from_any_stack(impl):
+    # The same, as the caller's stack makes it: == on a 450-deep envelope, run 600 frames down,
+    # went past the recursion limit, and the envelope was counted twice where it was once.
+    from callstitch._turns.gemini import _key
+
+    def at_depth(frames, fn):
+        return fn() if frames == 0 else at_depth(frames - 1, fn)
+    deep = b"[" * 450 + b"]" * 450
+    chunks = [b'data: {"candidates": [{"index": 0}],' + b" " * (k % 2) + b'"deep": ' + deep + b'}\r\n\r\n'
+              for k in range(4)]
+    body = _GEMINI_HEAD + b"".join(chunks) + _GEMINI_TAIL
+    limits = Limits(stream_bytes=2 * len(chunks[0]))
+    shallow = impl.reassemble(body, format="gemini", limits=limits)
+    deep_down = at_depth(600, lambda: impl.reassemble(body, format="gemini", limits=limits))
+    assert shallow.errors == deep_down.errors == []
+    assert _key(shallow.to_response()) == _key(deep_down.to_response())

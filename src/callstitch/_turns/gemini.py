@@ -98,7 +98,7 @@ class GeminiTurn:
         self.budget = budget
         self.spent = 0
         self.full = False
-        self.last: Any = None  # the value of the last envelope folded
+        self.last: Any = None  # the _key of the last envelope folded
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
         """Log a part's event, with where the choice's texts end before it."""
@@ -174,22 +174,21 @@ class GeminiTurn:
 def _take_counted(fields: dict, candidates: dict, entry: tuple, limit: int, budget: list) -> None:
     """Take a logged envelope's fields if it changes what the last one taken said and its chunk fits the budget.
 
-    budget: [bytes spent, whether the budget is spent, the value of the last envelope taken], updated.
+    budget: [bytes spent, whether the budget is spent, the _key of the last envelope taken], updated.
+    Compared by _key, which never recurses: == does, and a deep envelope could then be equal in one
+    twin and refused (RecursionError) in the other, whose stack is deeper.
     """
     if budget[1]:
         return
     envelope = entry[4] if type(entry[4]) is dict else _envelope_of(loads_exact(entry[4]))
-    try:
-        same = envelope == budget[2]
-    except RecursionError:  # (as take_envelope: nested near orjson's 1,024 levels, under a deep stack)
-        same = False
-    if same:
+    key = _key(envelope)
+    if key is not None and key == budget[2]:
         return  # the compiled twin logs a change of text that is none of value (its spacing, say)
     if budget[0] + entry[2] > limit:
         budget[1] = True
         return
     budget[0] += entry[2]
-    budget[2] = envelope
+    budget[2] = key
     _take_envelope(fields, candidates, envelope)
 
 
