@@ -345,3 +345,36 @@ def test_the_readme_example_runs_through_the_sdk(impl, fake_gemini, monkeypatch)
     sent = json.loads(fake.bodies[-1])["contents"]
     assert sent[1]["parts"][0]["functionCall"] == {"id": "96c1su3s", "name": "get_user_country", "args": {}}
     assert sent[2]["parts"][0]["functionResponse"]["response"] == {"country": "Mexico"}
+
+
+def test_a_text_part_after_a_large_other_part_is_kept(both):
+    # Found by review: a chunk of a megabyte taken the general way folded the log, which shrank back
+    # to the length the compiled twin's fast path had noted; it took the log as untouched since, and
+    # the text run after the image went on in the run before it, unlisted.
+    def chunk(part: bytes, end: bytes = b"") -> bytes:
+        return (b'data: {"candidates":[{"index":0,"content":{"role":"model","parts":[' + part + b']}' + end
+                + b'}],"modelVersion":"m"}\n\n')
+    image = b'{"inlineData":{"mimeType":"image/png","data":"' + b"A" * (1 << 20) + b'"}}'
+    body = chunk(b'{"text":"Here is the chart:"}') + chunk(image) + chunk(b'{"text":" Done."}', b',"finishReason":"STOP"')
+    parts = [impl.reassemble(body, format="gemini").to_response()["candidates"][0]["content"]["parts"] for impl in both]
+    assert parts[0] == parts[1]
+    assert [p.get("text") for p in parts[0]] == ["Here is the chart:", None, " Done."]
+
+
+def test_a_part_past_the_budget_is_not_listed_and_joins_no_text_runs(both):
+    # Found by review: a text part with a field of its own, refused by Limits.stream_bytes, left the
+    # run before it open: its text and the next part's joined the first part ([A, B+, C] read as [ABC]).
+    def chunk(part: dict) -> bytes:
+        return b"data: " + json.dumps({"candidates": [{"content": {"role": "model", "parts": [part]},
+                                                        "index": 0}]}).encode() + b"\n\n"
+    body = (chunk({"text": "A"}) + chunk({"text": "B", "extra": 1}) + chunk({"text": "B2", "extra": 2})
+            + chunk({"text": "C"}))
+    free = both[0].reassemble(body, format="gemini").to_response()["candidates"][0]["content"]["parts"]
+    assert free == [{"text": "A"}, {"text": "B", "extra": 1}, {"text": "B2", "extra": 2}, {"text": "C"}]
+    for budget in range(5, 400, 5):  # (the texts' 5 bytes fit: only the parts are cut)
+        held = [impl.reassemble(body, format="gemini", limits=callstitch.Limits(stream_bytes=budget)) for impl in both]
+        assert held[0] == held[1] and held[0].text == "ABB2C", budget
+        parts = [r.to_response()["candidates"][0]["content"]["parts"] for r in held]
+        assert parts[0] == parts[1], budget
+        assert parts[0][0] == {"text": "A"} and parts[0][-1] == {"text": "C"}, (budget, parts[0])
+        assert all(part in free for part in parts[0]), (budget, parts[0])  # listed as sent, or not at all

@@ -196,8 +196,9 @@ Reassemble the tool calls of one streamed response.
     cdef bint _auto
     cdef bint _seen  # state.recognised, as last read: until then every event takes the general path
     # The Gemini fast path's hold on state.turn (_c/fast_gemini.pxi): the record, its log, the log's
-    # length after this path last wrote to it (longer: the general path logged since, and the two
-    # notes below no longer hold), the last envelope it logged, the open text run it last logged.
+    # length after this path last wrote to it (-1 once the general path has had an event: it may
+    # have logged, or folded, since, and the two notes below no longer hold), the last envelope it
+    # logged, the open text run it last logged.
     cdef object _gem_turn
     cdef list _gem_log
     cdef Py_ssize_t _gem_logged
@@ -933,7 +934,10 @@ Reassemble the tool calls of one streamed response.
                 self._ended_seen = True
             return 0
         _paths[PATH_GENERAL] += 1
-        self._anth_open[0] = self._anth_open[1] = -1  # the turn's open blocks may change: ask it again
+        # The turn may change: the Anthropic one's open blocks, the Gemini one's log (a fold may
+        # shrink it back to the length the fast path noted, so the length alone cannot tell).
+        self._anth_open[0] = self._anth_open[1] = -1
+        self._gem_logged = -1
         _handle_event(self, self._state, event, PyBytes_FromStringAndSize(<const char *>data, n),
                       self._data_offset, cs_long_digit_run(data, n))
         if self._halting:
@@ -1290,7 +1294,8 @@ Reassemble the tool calls of one streamed response.
         """
         if self._result is not None:
             raise finalized("feed_chunk")
-        self._anth_open[0] = self._anth_open[1] = -1
+        self._anth_open[0] = self._anth_open[1] = -1  # (the turn may change: as _dispatch_payload says)
+        self._gem_logged = -1
         _handle_object(self, self._state, obj)
         if self._halting:
             self._ended_seen = self._state.ended

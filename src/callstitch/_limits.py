@@ -128,6 +128,13 @@ def own_full(state: Any, limit: int, offset: int | None) -> None:
                          "read); from this event on, the turn keeps none of them", offset)
 
 
+def envelopes_full(state: Any, limit: int) -> None:
+    """Record that Gemini's changed envelopes (a chunk's fields but its parts) ran out of their byte budget."""
+    state.error("limit", f"{describe('stream_bytes', limit)} exceeded by the Gemini chunks whose fields the turn "
+                         "keeps (their fields but parts, counted on their own); the turn's fields read as the "
+                         "last of them within it left them", None)
+
+
 def too_many(state: Any, name: str, limit: int) -> None:
     """Record that a stream had more calls or choices than allowed."""
     what = "fragments of further tool calls are dropped" if name == "calls" else (

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._limits import own_full
+from .._limits import envelopes_full
 from .._text import compact_json
 from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn, choice_of
 from .inband import error_text
@@ -92,6 +92,8 @@ def _parts(acc: Sink, state: StreamState, turn: GeminiTurn, choice: int, parts: 
         else:
             if acc.keep_own(part):  # carried as sent, within Limits.stream_bytes (the turn's own fields)
                 turn.event(acc, OTHER, choice, part)
+            else:
+                turn.gap(acc, choice)
             if type(part.get("text")) is str and part["text"]:  # (its text counts as text all the same)
                 acc.text_piece(choice, 1 if part.get("thought") is True else 0, part["text"])
 
@@ -214,7 +216,7 @@ def close(acc: Sink, state: StreamState) -> None:
         close_open(acc, state, choice)
     turn = state.turn
     if type(turn) is GeminiTurn and turn.settle():
-        own_full(state, turn.budget, None)
+        envelopes_full(state, turn.budget)
 
 
 class Builder:

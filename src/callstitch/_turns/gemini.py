@@ -107,6 +107,17 @@ class GeminiTurn:
         self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
         self.open_run = (choice, a, len(self.log)) if kind == RUN and b is None else _NO_RUN
 
+    def gap(self, acc: Any, choice: int) -> None:
+        """Log where a part the turn does not keep (past its budget) stood: the text run before it ends there.
+
+        Logged as an OTHER entry with no part, once for parts not kept in a row: the part's text,
+        if any, is then in no part (the text goes on in the choice's), and the text after it in a
+        run of its own, as when the part is kept; never joined to the run before it.
+        """
+        last = self.log[-1] if self.log else None
+        if last is None or last[0] != OTHER or last[1] != choice or last[4] is not None:
+            self.event(acc, OTHER, choice, None)
+
     def take_envelope(self, obj: dict, admitted: list[bool], size: int) -> None:
         """Log a chunk's envelope (all but its parts and usageMetadata) unless it is the last one logged.
 
@@ -341,7 +352,7 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
                 record.last_call = len(record.parts)
                 record.parts.append([CALL, record.calls, a, b])
                 record.calls += 1
-            else:
+            elif a is not None:  # (None: a part not kept, past the budget: GeminiTurn.gap)
                 record.parts.append([OTHER, a])
     return fields, candidates
 
