@@ -548,3 +548,33 @@ def test_what_is_not_a_path_is_refused_with_a_clear_error(sources, says):
     with pytest.raises(TypeError, match=says) as caught:
         callstitch.reassemble_many(sources)
     assert "str or os.PathLike" in str(caught.value)
+
+
+def test_a_path_named_dash_is_that_file_not_standard_input(twin, tmp_path, monkeypatch):
+    # Found by review: pathlib.Path("-") (and Path("./-"), which pathlib writes "-") read standard input.
+    import pathlib
+    body = _bodies("openai-chat", 1)[0]
+    (tmp_path / "-").write_bytes(body)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", open(os.devnull))
+    for source in (pathlib.Path("-"), pathlib.Path("./-")):
+        assert list(callstitch.reassemble_many([source])) == _expected(twin, [body], os.path.join(".", "-"))
+
+
+def test_file_names_that_are_not_utf8_are_shown_escaped_and_bad_names_reported(tmp_path):
+    # Found by review: a directory holding a file whose name is not UTF-8 stopped the run (JSON has no
+    # lone surrogates: "str is not valid UTF-8"), and a name with a lone surrogate raised from os.stat.
+    body = _bodies("openai-chat", 1)[0]
+    odd = os.path.join(os.fsencode(tmp_path), b"a\xff.sse")
+    with open(odd, "wb") as f:
+        f.write(body)
+    problems: list = []
+    for jobs in (1, 2):
+        records = list(callstitch.reassemble_many([str(tmp_path), str(tmp_path / "b\ud800")], jobs=jobs,
+                                                  on_problem=lambda *a: problems.append(a)))
+        assert {r["source"] for r in records} == {str(tmp_path) + "/a\\xff.sse"}
+        assert [r["id"] for r in records] == [c.id for c in callstitch.reassemble(body).tool_calls]
+    assert [p[4] for p in problems] == ["input", "input"]
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(tmp_path), "-j", "1", "--quiet"],
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0 and b'a\\\\xff.sse' in out.stdout, out.stderr

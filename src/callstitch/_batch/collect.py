@@ -120,5 +120,20 @@ class Collector:
 
 
 def shown(source: str) -> str:
-    """Return the name a source goes by in records and reports."""
-    return "<stdin>" if source == STDIN else source
+    """Return the name a source goes by in records and reports: valid UTF-8, as JSON needs.
+
+    A file name that is not UTF-8 comes from the file system with its bytes as lone surrogates
+    (os.fsdecode); they are shown as escapes (b"a\xff" as "a\\xff"), where JSON refused them.
+    """
+    if source == STDIN:
+        return "<stdin>"
+    if source.isascii():
+        return source
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return source.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a lone surrogate no file system gave (a str made so)
+            return source.encode("utf-8", "backslashreplace").decode("utf-8")
+    return source

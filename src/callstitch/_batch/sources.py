@@ -92,6 +92,8 @@ def source_names(sources: Any) -> list[str]:
             item = os.fspath(item)
             if isinstance(item, bytes):
                 item = os.fsdecode(item)  # (a PathLike that names its path in bytes)
+            if item == STDIN:
+                item = os.path.join(os.curdir, STDIN)  # a Path names a file: "-" alone is standard input
         if not isinstance(item, str):
             raise TypeError(_NOT_A_PATH.format(what=f"source {number}", kind=type(item).__name__))
         names.append(item)
@@ -115,6 +117,8 @@ def expand(inputs: list[str]) -> Iterator[tuple[str, Problem | None]]:
     for item in inputs:
         if item == STDIN:
             yield STDIN, None
+        elif not _encodable(item):
+            yield item, Problem("input", "the name holds a character no file name can (a lone surrogate)")
         elif os.path.isdir(item):
             yield from _walk(item, seen)
         elif os.path.exists(item) or not glob.has_magic(item):
@@ -129,6 +133,17 @@ def expand(inputs: list[str]) -> Iterator[tuple[str, Problem | None]]:
                     yield from _walk(path, seen)
                 elif _first_time(path, seen, named=False):
                     yield path, None
+
+
+def _encodable(name: str) -> bool:
+    """Tell whether a name can be given to the file system (os.fsencode): a lone surrogate it did not make cannot."""
+    if name.isascii():
+        return True
+    try:
+        os.fsencode(name)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _first_time(path: str, seen: set, named: bool) -> bool | None:
