@@ -378,3 +378,16 @@ def test_a_part_past_the_budget_is_not_listed_and_joins_no_text_runs(both):
         assert parts[0] == parts[1], budget
         assert parts[0][0] == {"text": "A"} and parts[0][-1] == {"text": "C"}, (budget, parts[0])
         assert all(part in free for part in parts[0]), (budget, parts[0])  # listed as sent, or not at all
+
+
+@pytest.mark.parametrize("spelled", [b"1.0", b"true", b"1e0"])
+def test_a_value_spelled_anew_keeps_its_first_spelling_in_both_twins(both, spelled):
+    # Found by review: the compiled twin logs an envelope whose text changed, the pure twin one whose
+    # value did; 1 then 1.0 (equal in value) gave the turn 1.0 in one and 1 in the other.
+    def chunk(value: bytes, part: bytes = b'{"text":"a"}') -> bytes:
+        return (b'data: {"candidates":[{"index":0,"content":{"role":"model","parts":[' + part + b']}}],'
+                b'"serverFlag":' + value + b'}\n\n')
+    image = b'{"inlineData":{"mimeType":"image/png","data":"QQ"}}'  # (taken the general way)
+    for body in (chunk(b"1") + chunk(spelled), chunk(b"1") + chunk(spelled, image), chunk(b"1", image) + chunk(spelled)):
+        flags = [impl.reassemble(body, format="gemini").to_response()["serverFlag"] for impl in both]
+        assert flags == [1, 1] and [type(f) for f in flags] == [int, int], (body, flags)

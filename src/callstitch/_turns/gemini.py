@@ -85,7 +85,7 @@ class GeminiTurn:
     """
 
     __slots__ = ("log", "envelope", "folded", "pending", "pending_bytes", "open_run", "clean", "budget", "spent",
-                 "full", "last")
+                 "full", "last", "last_value")
 
     def __init__(self, budget: int = UNLIMITED) -> None:
         self.log: list[tuple] = []
@@ -99,6 +99,7 @@ class GeminiTurn:
         self.spent = 0
         self.full = False
         self.last: Any = None  # the _key of the last envelope folded
+        self.last_value: Any = None  # and that envelope
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
         """Log a part's event, with where the choice's texts end before it."""
@@ -163,7 +164,7 @@ class GeminiTurn:
         # Only what came after the last fold: the part entries before it stay where they are, and
         # reading them again at every fold made a stream of parts and changing envelopes quadratic.
         kept = []
-        budget = [self.spent, self.full, self.last]
+        budget = [self.spent, self.full, self.last, self.last_value]
         for entry in log[self.clean:]:
             if entry[0] == ENVELOPE:
                 _take_counted(fields, candidates, entry, self.budget, budget)
@@ -172,7 +173,7 @@ class GeminiTurn:
         log[self.clean:] = kept  # in place: the compiled twin holds the list
         self.clean = len(log)
         self.folded = (fields, candidates)
-        self.spent, self.full, self.last = budget
+        self.spent, self.full, self.last, self.last_value = budget
         self.pending = self.pending_bytes = 0
 
     def settle(self) -> bool:
@@ -185,7 +186,8 @@ class GeminiTurn:
 def _take_counted(fields: dict, candidates: dict, entry: tuple, limit: int, budget: list) -> None:
     """Take a logged envelope's fields if it changes what the last one taken said and its chunk fits the budget.
 
-    budget: [bytes spent, whether the budget is spent, the _key of the last envelope taken], updated.
+    budget: [bytes spent, whether the budget is spent, the _key of the last envelope taken, that envelope],
+    updated.
     Compared by _key, which never recurses: == does, and a deep envelope could then be equal in one
     twin and refused (RecursionError) in the other, whose stack is deeper.
     """
@@ -199,7 +201,7 @@ def _take_counted(fields: dict, candidates: dict, entry: tuple, limit: int, budg
         budget[1] = True
         return
     budget[0] += entry[2]
-    budget[2] = key
+    budget[2], budget[3] = key, envelope
     _take_envelope(fields, candidates, envelope)
 
 
@@ -325,16 +327,28 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
     if turn is not None and turn.folded is not None:
         fields = dict(turn.folded[0])
         candidates = {choice: record.copy() for choice, record in turn.folded[1].items()}
-    # Counted only where the budget may run out (settle folded those): else an envelope that repeats
-    # the last one's values (the compiled twin logs a change of spacing) changes nothing, taken again.
+    # Counted only where the budget may run out (settle folded those); else compared with the last one
+    # taken by ==, which is cheaper than _key (a RecursionError takes it: a repeat taken changes no
+    # value). An envelope the compiled twin logged for a change of text alone (its spacing, 1.0 for 1)
+    # is not taken: the fields keep the first way it was written, as the pure twin's do.
     budget = None
-    if turn is not None and (turn.full or turn.spent + turn.pending_bytes > turn.budget):
-        budget = [turn.spent, turn.full, turn.last]
+    last = None
+    if turn is not None:
+        last = turn.last_value
+        if turn.full or turn.spent + turn.pending_bytes > turn.budget:
+            budget = [turn.spent, turn.full, turn.last, turn.last_value]
     for entry in turn.log if turn is not None else ():
         kind, choice, length0, length1, a, b = entry
         if kind == ENVELOPE:
             if budget is None:
-                _take_envelope(fields, candidates, a if type(a) is dict else loads_exact(a))
+                value = a if type(a) is dict else _envelope_of(loads_exact(a))
+                try:
+                    same = value == last
+                except RecursionError:
+                    same = False
+                if not same:
+                    _take_envelope(fields, candidates, value)
+                    last = value
             else:
                 _take_counted(fields, candidates, entry, turn.budget, budget)  # type: ignore[union-attr]
             continue
