@@ -417,3 +417,23 @@ def test_a_done_line_spaced_as_the_twins_allow_ends_its_response(workdir, done):
         for range_bytes in (64, 128, 200):
             with patched(RANGE=range_bytes):
                 assert run([path], format="openai-chat") == whole, (between, range_bytes)
+
+
+@pytest.mark.parametrize("between", [b"sage: x\n", b"", b": a comment\n", b"id: 7\n"])
+def test_a_done_event_with_a_later_data_line_ends_no_response_in_range_tasks(workdir, between):
+    # Found by fuzz_batch: "data: [DONE]", other lines, then "data: x" before the blank line is one
+    # event whose data is "[DONE]\nx": no terminator, and the twins read on. Range tasks cut there
+    # (their boundary scan took the later data line for the next response, glued on), so the
+    # records of one response came out in two streams.
+    first = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","function":'
+             b'{"name":"f","arguments":"{}"}}]}}]}\n\ndata: [DONE]\n' + between + b'data: {"x": 1}\n\n')
+    second = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":'
+              b'{"name":"g","arguments":"{}"}}]}}]}\n\ndata: [DONE]\n\n')
+    path = write(workdir, "done-then-data.sse", first + second)
+    whole = run([path], format="openai-chat")
+    # (right after the [DONE] line, a data line is read as a capture that glues responses: split.by_cuts)
+    assert [(r["stream"], r["id"]) for r in whole[0]] == [(0, "call_a"), (0 if between else 1, "call_b")]
+    for range_bytes in (32, 64, 100, 128, 200):
+        with patched(RANGE=range_bytes):
+            assert run([path], format="openai-chat") == whole, range_bytes
+            assert run([path]) == run([path], format="auto")

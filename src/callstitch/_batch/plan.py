@@ -112,9 +112,10 @@ class Plan:
             if fmt not in SPLITTABLE:
                 yield whole
                 return
-            split = f"{fmt}/{framing}/{'cuts' if by_cuts(fmt, framing, head) else 'halts'}"
+            glued = by_cuts(fmt, framing, head)
+            split = f"{fmt}/{framing}/{'cuts' if glued else 'halts'}"
             locate: Callable[[Any, int], int] = lambda f, x: first_cut(  # noqa: E731
-                f, x, lambda: Splitter(fmt, framing), framing)
+                f, x, lambda: Splitter(fmt, framing, glued=glued), framing)
         elif kind == "jsonl":
             locate = next_line
         else:

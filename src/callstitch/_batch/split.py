@@ -65,6 +65,8 @@ _DONE_LINE = re.compile(rb"data:[ \t]*\[DONE\]")
 _DONE_ALONE = re.compile(rb"data:[ \t]*\[DONE\][ \t]*(?:\r\n|\r|\n|\Z)")
 # A data line with something in it: after a terminator's, the next response's when a capture glued it on (_unglued_end).
 _DATA_LINE = re.compile(rb"data:[ \t]*[^ \t\r\n]")
+# A data line with something in it after the first line of an event (a [DONE] line's: Splitter._confirm).
+_LATER_DATA = re.compile(rb"[\r\n]data:[ \t]*[^ \t\r\n]")
 # What follows a [DONE] line that runs straight into the next response (see _glued_done).
 _INTO_NEXT = re.compile(rb"[ \t]*(?:\r\n|\r|\n)(?:event|data):")
 # SSE formats with rules of their own below, where the terminating event is not the response's
@@ -222,7 +224,9 @@ def _data_payload(line: bytes) -> bytes:
 class Splitter:
     """Cut a buffer of back-to-back responses of one format and framing into streams."""
 
-    def __init__(self, format: str, framing: str, *, errors: bool = False) -> None:
+    def __init__(self, format: str, framing: str, *, errors: bool = False, glued: bool = True) -> None:
+        """errors: cut at OpenAI chat's in-band error events too; glued: the capture may glue responses
+        (by_cuts: else OpenAI chat's responses end where the Accumulator halts, which this then tells)."""
         self.format = format
         self.framing = framing
         needle = _NEEDLES.get(format)
@@ -231,7 +235,7 @@ class Splitter:
         if errors and format == "openai-chat":
             self._needles = (needle, _OPENAI_ERROR)
         self._end = _SSE_END if framing == SSE else _LINE_END
-        self._unglue = framing == SSE and format not in _OWN_END_RULES
+        self._unglue = glued and framing == SSE and format not in _OWN_END_RULES
         self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
         self._gemini_cut = -1
         # 0, or _CUT, _CONFIRM, _PASS (above): what comes until that blank line is fed, not held.
@@ -388,6 +392,8 @@ class Splitter:
         if fmt == "openai-chat" and _DONE_LINE.match(buf, line_start) is not None:
             if _DONE_ALONE.match(buf, line_start) is None:
                 return False, end  # "[DONE]" and more on its line: the twins read a malformed chunk, no end
+            if not self._unglue and _LATER_DATA.search(buf, line_start, end) is not None:
+                return False, end  # another data line in its event: its data is no "[DONE]" (not glued: no cut)
         elif fmt == "openai-chat":
             # An error event: a [DONE] right after it still belongs to this response.
             nxt = _CONTENT.search(buf, end)

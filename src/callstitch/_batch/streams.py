@@ -39,7 +39,7 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         raw.seek(task.start)
     reads = Reads(reader, task.start, task.end)
     fmt, framing, cut, head = _split_spec(task, reads)
-    make = lambda: Splitter(fmt, framing)  # noqa: E731
+    make = lambda: Splitter(fmt, framing, glued=cut)  # noqa: E731
     start = task.start
     if start and not task.exact:
         start = first_cut(raw, start, make, framing)
