@@ -872,6 +872,29 @@ def test_vertex_streamed_calls_are_cut_never_altered(impl):
                 assert cut_or_whole(result, unlimited) == [], (limits, fmt)
 
 
+def test_a_vertex_call_past_its_room_with_a_shorter_text_reads_as_cut_by_the_limit(both):
+    # Found by fuzz_accumulator: a value set again at one path took the call past its room though its
+    # text stayed within it; the adapter said the limit, but the call read as a stream cut short
+    # ("arguments truncated at byte 14"), not as cut at the limit, so the limit check took it as altered.
+    from _formats import VERTEX_CLOSE, gemini_chunk, gemini_sse, pa, vertex_args, vertex_open
+    body = gemini_sse([
+        gemini_chunk([vertex_open("search", id="v1")]),
+        gemini_chunk([vertex_args(pa("$.query", "a first value of the query"))]),
+        gemini_chunk([vertex_args(pa("$.query", " str", cont=True))]),  # (set again: it replaces the first)
+        gemini_chunk([vertex_args(pa("$.query", "eamed piece by piece", cont=True))]),
+        gemini_chunk([vertex_args(pa("$.query", "!"))]),
+        gemini_chunk([VERTEX_CLOSE], finish="STOP")])
+    unlimited = both[0].reassemble(body, format="gemini")
+    assert [(c.id, c.arguments) for c in unlimited.tool_calls] == [("v1", {"query": " streamed piece by piece!"})]
+    for size in range(0, 60):
+        for limits in (Limits(call_bytes=size), Limits(stream_bytes=size)):
+            held = [impl.reassemble(body, format="gemini", limits=limits) for impl in both]
+            assert held[0] == held[1], limits
+            assert cut_or_whole(held[0], unlimited) == [], limits
+            call, = held[0].tool_calls
+            assert call == unlimited.tool_calls[0] or (is_cut(call) and "Limits." in call.error.detail), limits
+
+
 def test_the_choices_limit_counts_choices_with_calls_and_choices_with_text_together(impl):
     # Before: the calls and the texts each took Limits.choices choices of their own (choices=1 kept 2).
     acc = impl.Accumulator(limits=Limits(choices=1))

@@ -71,8 +71,8 @@ cdef class SlotBook:
     cpdef custom_fragment(self, object choice, object index, object call_id, object name, object text)
     @cython.locals(cs=ChoiceState, slot=Slot)
     cpdef identify(self, object choice, object index, object call_id, object name)
-    @cython.locals(slot=Slot)
-    cpdef whole(self, object choice, object call_id, object name, object arguments)
+    @cython.locals(cs=ChoiceState, slot=Slot)
+    cpdef whole(self, object choice, object call_id, object name, object arguments, Py_ssize_t room=*)
     cdef _whole_value(self, Slot slot, object arguments, object data)
 
     @cython.locals(quirks=int, cs=ChoiceState, slot=Slot)

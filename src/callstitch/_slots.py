@@ -254,16 +254,22 @@ class SlotBook:
             slot.name = name
             slot.call_nfrags = -1
 
-    def whole(self, choice: Any, call_id: Any, name: Any, arguments: Any) -> None:
+    def whole(self, choice: Any, call_id: Any, name: Any, arguments: Any, room: int = -1) -> None:
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
         arguments: text, or a JSON value already parsed, which the call keeps instead of parsing
-        its compact JSON again.
+        its compact JSON again. room (>= 0): the adapter held the call to room bytes and it went
+        past them (values set twice at one path, say: its text may be shorter): it is cut there.
         """
         if arguments is None or isinstance(arguments, (str, bytes, bytearray, memoryview)):
             self._wholes -= 1  # the text goes the way of fragments, under an index of its own
             key = self._wholes
             self.fragment(choice, key, call_id, name, arguments)
+            if room >= 0:
+                cs = self._choices.get(choice)
+                slot = cs.by_index.get(key) if cs is not None else None
+                if slot is not None and not slot.over:  # (the adapter said the limit: no error again)
+                    slot.over = CUT_CALL_BYTES if room >= self._max_call else CUT_STREAM_BYTES
             self.complete(choice, key)
             return
         slot = self._route(choice, None, call_id, name, True)

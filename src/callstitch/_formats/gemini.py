@@ -169,9 +169,9 @@ def unusable(state: StreamState, entry: Any, offset: int | None, call: Any) -> N
     state.error("unexpected shape", f"unusable partialArgs entry {entry!r}", offset, call)
 
 
-def _emit(acc: Sink, choice: int, call_id: Any, name: str, args: Any) -> None:
+def _emit(acc: Sink, choice: int, call_id: Any, name: str, args: Any, room: int = -1) -> None:
     # Every Gemini call is its own, however its id and name compare with those before it.
-    acc.whole(choice, call_id if type(call_id) is str else None, name, args)
+    acc.whole(choice, call_id if type(call_id) is str else None, name, args, room)
 
 
 def close_open(acc: Sink, state: StreamState, choice: int) -> None:
@@ -180,13 +180,15 @@ def close_open(acc: Sink, state: StreamState, choice: int) -> None:
     building = notes.open.pop(choice, None)
     if building is not None:
         text = building.text()
+        room = -1
         if building.left < 0 and len(text) <= building.room:
             # Values set twice at one path went past the room though the text did not: the call is
             # cut all the same (its text a prefix that does not parse), and the limit said.
             state.error("limit", f"the streamed arguments of tool call {building.id!r} ({building.name!r}) went "
                                  f"past {building.room} bytes (Limits.call_bytes, or what Limits.stream_bytes "
                                  "had left); the rest of them is dropped", None)
-        _emit(acc, choice, building.id, building.name, text)
+            room = building.room
+        _emit(acc, choice, building.id, building.name, text, room)
 
 
 def take_open(state: StreamState) -> list[tuple[int, str | None, str]]:

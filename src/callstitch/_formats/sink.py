@@ -30,10 +30,12 @@ class Sink(Protocol):
     def identify(self, choice: int, index: int, call_id: str | None, name: str | None) -> None:
         """Give the known call at (choice, index) the id and name it still lacks; a repeat is no quirk."""
 
-    def whole(self, choice: int, call_id: Any, name: str | None, arguments: Any) -> None:
+    def whole(self, choice: int, call_id: Any, name: str | None, arguments: Any, room: int = -1) -> None:
         """Take a call that arrived whole (Ollama, Gemini), a call of its own, and hand it over.
 
-        arguments: text, or a JSON value already parsed, kept instead of parsing it again.
+        arguments: text, or a JSON value already parsed, kept instead of parsing it again. room: the
+        bytes (argument_room()) an adapter that built the call held it to, when the call went past
+        them there (its text a prefix that does not parse): it is handed over cut at that limit.
         """
 
     def text_piece(self, choice: int, which: int, text: str) -> None:
