@@ -437,3 +437,15 @@ def test_a_done_event_with_a_later_data_line_ends_no_response_in_range_tasks(wor
         with patched(RANGE=range_bytes):
             assert run([path], format="openai-chat") == whole, range_bytes
             assert run([path]) == run([path], format="auto")
+
+
+def test_a_done_event_with_a_later_data_line_is_no_cut_in_a_stream_with_an_in_band_error(workdir):
+    # Found by review: a stream holding an in-band error is cut again at its error events by a second
+    # Splitter (error_cuts), which still took the later data line for a glued next response.
+    chunk = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":"call_%s","function":'
+             b'{"name":"f","arguments":"{}"}}]}}]}\n\n')
+    body = (chunk % (0, b"a") + b'data: [DONE]\n: c\ndata: {"x": 1}\n\n' + chunk % (1, b"b")
+            + b'data: {"error": {"message": "boom"}}\n\ndata: [DONE]\n\n' + chunk % (0, b"c") + b"data: [DONE]\n\n")
+    path = write(workdir, "done-data-error.sse", body)
+    records, _ = run([path], format="openai-chat")
+    assert [(r["stream"], r["id"]) for r in records] == [(0, "call_a"), (0, "call_b"), (1, "call_c")]

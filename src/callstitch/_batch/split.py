@@ -235,6 +235,7 @@ class Splitter:
         if errors and format == "openai-chat":
             self._needles = (needle, _OPENAI_ERROR)
         self._end = _SSE_END if framing == SSE else _LINE_END
+        self._glued = glued
         self._unglue = glued and framing == SSE and format not in _OWN_END_RULES
         self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
         self._gemini_cut = -1
@@ -249,7 +250,7 @@ class Splitter:
         """
         if self.format != "openai-chat" or self.framing == EVENTSTREAM:
             return []
-        cuts, _ = Splitter(self.format, self.framing, errors=True).scan(segment, 0, True)
+        cuts, _ = Splitter(self.format, self.framing, errors=True, glued=self._glued).scan(segment, 0, True)
         return [c for c in cuts if _CONTENT.search(segment, c) is not None]
 
     def scan(self, buf: bytes, pos: int, final: bool) -> tuple[list[int], int]:

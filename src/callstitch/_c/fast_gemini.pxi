@@ -276,9 +276,14 @@ cdef object _gemini_entry(Accumulator acc, object building, cs_val *entry):
         return more  # a bare continuation marker
     text = _span_str_v(&entry[0])
     if k == 1 and more and entry[1].kind == CS_T_STR and text == building.open_text:
-        # The next piece of the string being continued: what put() does with it.
-        building.pieces.append(_span_str_v(&entry[1]))
-        return building.open_ok
+        # The next piece of the string being continued: what put() does with it, while it fits the room
+        # (else put() says what is kept of it).
+        piece = _span_str_v(&entry[1])
+        if building.left >= len(piece):
+            building.left -= len(piece)
+            building.pieces.append(piece)
+            return building.open_ok
+        return building.put(text, "stringValue", piece, more)
     return building.put(text, _VALUE_KEYS[k - 1], _value(&entry[k]), more)
 
 

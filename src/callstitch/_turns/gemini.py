@@ -328,9 +328,9 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
         fields = dict(turn.folded[0])
         candidates = {choice: record.copy() for choice, record in turn.folded[1].items()}
     # Counted only where the budget may run out (settle folded those); else compared with the last one
-    # taken by ==, which is cheaper than _key (a RecursionError takes it: a repeat taken changes no
-    # value). An envelope the compiled twin logged for a change of text alone (its spacing, 1.0 for 1)
-    # is not taken: the fields keep the first way it was written, as the pure twin's do.
+    # taken by == (cheaper than _key; the flat key when == goes past the recursion limit, as a fold
+    # compares). An envelope the compiled twin logged for a change of text alone (its spacing, 1.0
+    # for 1) is not taken: the fields keep the first way it was written, as the pure twin's do.
     budget = None
     last = None
     if turn is not None:
@@ -344,8 +344,9 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
                 value = a if type(a) is dict else _envelope_of(loads_exact(a))
                 try:
                     same = value == last
-                except RecursionError:
-                    same = False
+                except RecursionError:  # (nested deep, or called from deep: the flat key tells, as a fold's)
+                    key = _key(value)
+                    same = key is not None and key == _key(last)
                 if not same:
                     _take_envelope(fields, candidates, value)
                     last = value
