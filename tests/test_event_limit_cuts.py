@@ -234,6 +234,17 @@ def test_a_whole_call_with_nothing_after_the_drop_stays_whole(impl):
     assert call == impl.reassemble(body).tool_calls[0] and call.arguments == {"a": 1}
 
 
+def test_a_whole_call_without_its_name_is_cut_at_a_later_drop(impl):
+    # Found by fuzz_accumulator: a call built whole before its name came (a call may get it late)
+    # stayed whole at a drop, with no name; unlimited, the name came in the event the limit dropped.
+    big_named = chunk([tool_delta(0, id="call_A", name="lookup", arguments="")], padding="x" * 600)
+    body = _piece('{"a": 1}') + chunk([finish("tool_calls")]) + big_named + DONE
+    unlimited, = impl.reassemble(body).tool_calls
+    assert (unlimited.id, unlimited.name, unlimited.arguments) == ("call_A", "lookup", {"a": 1})
+    (call,) = impl.reassemble(body, limits=Limits(event_bytes=300)).tool_calls
+    assert is_cut(call) and call.raw_arguments == '{"a": 1}' and "Limits.event_bytes" in call.error.detail
+
+
 def test_a_call_handed_over_broken_is_cut_at_a_later_drop(impl):
     # [DONE] hands over every call, this one unfinished; the pieces after it (a mangled stream)
     # finish it unlimited. Under the limit the dropped event held some of them: cut, not "truncated

@@ -599,9 +599,10 @@ class SlotBook:
         for slot in self._slots:
             if not slot.over:
                 # A call built whole already stays whole, unless a piece of it comes after all
-                # (_append); one built broken (at [DONE], say) may have had its rest in the event.
+                # (_append); one built broken (at [DONE], say) may have had its rest in the event,
+                # and one built without its name may have had the name (a call may get it late).
                 slot.over = CUT_EVENT_BYTES
-                if slot.call is not None and slot.call.error is not None:
+                if slot.call is not None and (slot.call.error is not None or slot.name is None):
                     slot.call_nfrags = -1
                 slot.pending = 0  # a surrogate pending at the cut is cut with it
         for choice, call_id, name in _gemini.take_open(self._state):  # Vertex AI calls built from partialArgs
