@@ -381,20 +381,30 @@ def test_a_terminating_event_longer_than_the_look_back_loses_nothing(workdir):
     assert ranged == whole
 
 
+def _call_event(index: int, call_id: str, name: str, data: bytes = b"data: ") -> bytes:
+    """Return one OpenAI chat event starting a call with empty arguments (data: its field's start)."""
+    return (data + b'{"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":"%s","function":'
+            b'{"name":"%s","arguments":"{}"}}]}}]}\n\n' % (index, call_id.encode(), name.encode()))
+
+
+def _ranges_agree(path: str, whole: tuple, sizes: tuple = (64, 128, 200)) -> None:
+    """Fail unless range tasks of each size read the chat file at path as a whole read did, named or detected."""
+    for range_bytes in sizes:
+        with patched(RANGE=range_bytes):
+            assert run([path], format="openai-chat") == whole, range_bytes
+            assert run([path]) == whole, range_bytes
+
+
 @pytest.mark.parametrize("junk", [b" \xff", b"x", b" [DONE]"])
 def test_a_done_line_with_more_on_it_ends_no_response_in_range_tasks_either(workdir, junk):
     # Found by fuzz_batch: the twins read "data: [DONE] \xff" as a malformed chunk, not as the end,
     # so a whole read kept one response; range tasks cut there, making two (and a "not a stream").
-    first = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","function":'
-             b'{"name":"f","arguments":"{}"}}]}}]}\n\ndata: [DONE]' + junk + b"\n\n")
-    second = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":'
-              b'{"name":"g","arguments":"{}"}}]}}]}\n\ndata: [DONE]\n\n')
+    first = _call_event(0, "call_a", "f") + b"data: [DONE]" + junk + b"\n\n"
+    second = _call_event(1, "call_b", "g") + b"data: [DONE]\n\n"
     path = write(workdir, "done-junk.sse", first + second)
     whole = run([path], format="openai-chat")
     assert [(r["stream"], r["id"]) for r in whole[0]] == [(0, "call_a"), (0, "call_b")]
-    for range_bytes in (64, 128, 200):
-        with patched(RANGE=range_bytes):
-            assert run([path], format="openai-chat") == whole, range_bytes
+    _ranges_agree(path, whole)
 
 
 @pytest.mark.parametrize("done", [b"data:  [DONE]", b"data:\t[DONE]", b"data:[DONE]", b"data: [DONE] \t",
@@ -402,10 +412,8 @@ def test_a_done_line_with_more_on_it_ends_no_response_in_range_tasks_either(work
 def test_a_done_line_spaced_as_the_twins_allow_ends_its_response(workdir, done):
     # The twins take any blanks around [DONE] for the terminator; the splitter took one space at
     # most, so "data:  [DONE]" ran two responses into one stream (and its range tasks split them).
-    first = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","function":'
-             b'{"name":"f","arguments":"{}"}}]}}]}\n\n' + done + b"\n\n")
-    second = (b'data:  {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_b","function":'
-              b'{"name":"g","arguments":"{}"}}]}}]}\n\n' + done + b"\n\n")
+    first = _call_event(0, "call_a", "f") + done + b"\n\n"
+    second = _call_event(0, "call_b", "g", data=b"data:  ") + done + b"\n\n"
     # Apart, each Accumulator halts at its [DONE]; glued (no blank line before the next response),
     # the splitter cuts (split.by_cuts): both must read two responses.
     for between in (b"\n\n", b"\n"):
@@ -414,9 +422,7 @@ def test_a_done_line_spaced_as_the_twins_allow_ends_its_response(workdir, done):
         assert [(r["stream"], r["id"], r["error"]) for r in whole[0]] == [(0, "call_a", None), (1, "call_b", None)]
         assert whole[1] == []
         assert run([path], format="auto") == whole
-        for range_bytes in (64, 128, 200):
-            with patched(RANGE=range_bytes):
-                assert run([path], format="openai-chat") == whole, (between, range_bytes)
+        _ranges_agree(path, whole)
 
 
 @pytest.mark.parametrize("between", [b"sage: x\n", b"", b": a comment\n", b"id: 7\n"])
@@ -425,18 +431,13 @@ def test_a_done_event_with_a_later_data_line_ends_no_response_in_range_tasks(wor
     # event whose data is "[DONE]\nx": no terminator, and the twins read on. Range tasks cut there
     # (their boundary scan took the later data line for the next response, glued on), so the
     # records of one response came out in two streams.
-    first = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","function":'
-             b'{"name":"f","arguments":"{}"}}]}}]}\n\ndata: [DONE]\n' + between + b'data: {"x": 1}\n\n')
-    second = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":'
-              b'{"name":"g","arguments":"{}"}}]}}]}\n\ndata: [DONE]\n\n')
+    first = _call_event(0, "call_a", "f") + b"data: [DONE]\n" + between + b'data: {"x": 1}\n\n'
+    second = _call_event(1, "call_b", "g") + b"data: [DONE]\n\n"
     path = write(workdir, "done-then-data.sse", first + second)
     whole = run([path], format="openai-chat")
     # (right after the [DONE] line, a data line is read as a capture that glues responses: split.by_cuts)
     assert [(r["stream"], r["id"]) for r in whole[0]] == [(0, "call_a"), (0 if between else 1, "call_b")]
-    for range_bytes in (32, 64, 100, 128, 200):
-        with patched(RANGE=range_bytes):
-            assert run([path], format="openai-chat") == whole, range_bytes
-            assert run([path]) == run([path], format="auto")
+    _ranges_agree(path, whole, (32, 64, 100, 128, 200))
 
 
 def test_a_done_event_with_a_later_data_line_is_no_cut_in_a_stream_with_an_in_band_error(workdir):
