@@ -221,8 +221,8 @@ def _envelope_of(obj: dict, admitted: list[bool] | None = None) -> dict:
     envelope = {key: value for key, value in obj.items() if key != "usageMetadata"}
     listed = obj.get("candidates")
     if type(listed) is list:
-        envelope["candidates"] = [_without_parts(candidate) if admitted is None or kept else None
-                                  for candidate, kept in zip(listed, admitted or [True] * len(listed))]
+        kept = admitted if admitted is not None else [True] * len(listed)
+        envelope["candidates"] = [_without_parts(candidate) if keep else None for candidate, keep in zip(listed, kept)]
     return envelope
 
 
