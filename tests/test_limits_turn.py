@@ -17,6 +17,7 @@ import sys
 import orjson
 import pytest
 
+from _formats import CALLS, VARIANTS, build
 from _streams import dumps
 
 import callstitch
@@ -44,6 +45,12 @@ _CHAT_HEAD = _sse({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"
     {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}}]})
 _CHAT_TAIL = (_sse({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
               + b"data: [DONE]\n\n")
+
+
+def _responses_call_item(k: int) -> bytes:
+    item = {**_CALL_ITEM, "id": f"fc_{k + 2}", "call_id": f"call_{k + 2}", "note": f"{k:06d}" + "n" * 300}
+    return _sse({"type": "response.output_item.added", "output_index": k + 1, "item": item},
+                "response.output_item.added")
 
 
 def _responses_item(k: int) -> bytes:
@@ -81,6 +88,30 @@ def _anthropic_tool_result(k: int) -> bytes:
             + _sse({"type": "content_block_stop", "index": k + 2}, "content_block_stop"))
 
 
+def _anthropic_text_block(k: int) -> bytes:
+    kind, field = ("thinking", "thinking") if k % 3 == 2 else ("text", "text")
+    return (_sse({"type": "content_block_start", "index": k + 2, "content_block": {"type": kind, field: ""}},
+                 "content_block_start")
+            + _sse({"type": "content_block_delta", "index": k + 2,
+                    "delta": {"type": f"{kind}_delta", field: f"{k % 10}"}}, "content_block_delta")
+            + _sse({"type": "content_block_stop", "index": k + 2}, "content_block_stop"))
+
+
+def _anthropic_server_tool(k: int) -> bytes:
+    block = {"type": "server_tool_use", "id": f"srvtoolu_{k}", "name": "web_search", "input": {}}
+    return (_sse({"type": "content_block_start", "index": k + 2, "content_block": block}, "content_block_start")
+            + _sse({"type": "content_block_stop", "index": k + 2}, "content_block_stop"))
+
+
+def _anthropic_switch(k: int) -> bytes:
+    # Text aimed at block 1 and at a second text block by turns: each turn is a span more of the block.
+    if k == 0:
+        return (_sse({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}},
+                     "content_block_start"))
+    return _sse({"type": "content_block_delta", "index": 1 + k % 2, "delta": {"type": "text_delta", "text": "ab"}},
+                "content_block_delta")
+
+
 def _anthropic_delta(k: int) -> bytes:
     return _sse({"type": "message_delta", "delta": {"stop_reason": "tool_use", f"k{k}": k}}, "message_delta")
 
@@ -115,6 +146,20 @@ def _bedrock_redacted(k: int) -> bytes:
                  "p": "abc"}, "contentBlockDelta")
 
 
+def _bedrock_text_block(k: int) -> bytes:
+    return (_sse({"contentBlockIndex": k + 2, "delta": {"text": f"{k % 10}"}, "p": "abc"}, "contentBlockDelta")
+            + _sse({"contentBlockIndex": k + 2, "p": "abc"}, "contentBlockStop"))
+
+
+def _bedrock_switch(k: int) -> bytes:
+    # Text for two blocks by turns: each turn is a span more of the block.
+    return _sse({"contentBlockIndex": 1 + k % 2, "delta": {"text": "ab"}, "p": "abc"}, "contentBlockDelta")
+
+
+def _bedrock_server_input(k: int) -> bytes:
+    return _sse({"contentBlockIndex": k + 2, "delta": {"toolUse": {"input": ""}}, "p": "abc"}, "contentBlockDelta")
+
+
 _BEDROCK_HEAD = b"".join([
     _sse({"role": "assistant", "p": "a"}, "messageStart"),
     _sse({"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "f"}}, "p": "a"},
@@ -129,6 +174,15 @@ def _cohere_citation(k: int) -> bytes:
     citation = {"start": k, "end": k + 1, "text": "x", "sources": [{"type": "tool", "id": "s"}]}
     return _sse({"type": "citation-start", "index": k, "delta": {"message": {"citations": citation}}},
                 "citation-start")
+
+
+def _cohere_block(k: int) -> bytes:
+    kind = "thinking" if k % 3 == 2 else "text"
+    return (_sse({"type": "content-start", "index": k, "delta": {"message": {"content": {"type": kind, kind: ""}}}},
+                 "content-start")
+            + _sse({"type": "content-delta", "index": k, "delta": {"message": {"content": {kind: f"{k % 10}"}}}},
+                   "content-delta")
+            + _sse({"type": "content-end", "index": k}, "content-end"))
 
 
 _COHERE_HEAD = b"".join([
@@ -148,6 +202,13 @@ def _ollama_line(obj: dict) -> bytes:
 def _ollama_logprobs(k: int) -> bytes:
     return _ollama_line({"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "a"},
                          "done": False, "logprobs": [{"token": "a", "logprob": -0.5, "bytes": [97]}]})
+
+
+def _ollama_call_extras(k: int) -> bytes:
+    call = {"id": f"call_{k + 2}", "type": "function", "note": f"{k:06d}" + "n" * 300,
+            "function": {"index": k + 1, "name": "f", "arguments": {}}}
+    return _ollama_line({"model": "m", "created_at": "t", "done": False,
+                         "message": {"role": "assistant", "content": "", "tool_calls": [call]}})
 
 
 _OLLAMA_HEAD = _ollama_line({"model": "m", "created_at": "t", "done": False, "message": {
@@ -186,9 +247,16 @@ CASES = {
     "anthropic-citations": ("anthropic", _ANTHROPIC_HEAD, _anthropic_citation, _ANTHROPIC_TAIL),
     "anthropic-message-deltas": ("anthropic", _ANTHROPIC_HEAD, _anthropic_delta, _ANTHROPIC_TAIL),
     "anthropic-tool-results": ("anthropic", _ANTHROPIC_HEAD, _anthropic_tool_result, _ANTHROPIC_TAIL),
+    "anthropic-text-blocks": ("anthropic", _ANTHROPIC_HEAD, _anthropic_text_block, _ANTHROPIC_TAIL),
+    "anthropic-server-tools": ("anthropic", _ANTHROPIC_HEAD, _anthropic_server_tool, _ANTHROPIC_TAIL),
+    "anthropic-block-switches": ("anthropic", _ANTHROPIC_HEAD, _anthropic_switch, _ANTHROPIC_TAIL),
     "bedrock-citations": ("bedrock", _BEDROCK_HEAD, _bedrock_citation, _BEDROCK_TAIL),
     "bedrock-redacted-reasoning": ("bedrock", _BEDROCK_HEAD, _bedrock_redacted, _BEDROCK_TAIL),
+    "bedrock-text-blocks": ("bedrock", _BEDROCK_HEAD, _bedrock_text_block, _BEDROCK_TAIL),
+    "bedrock-block-switches": ("bedrock", _BEDROCK_HEAD, _bedrock_switch, _BEDROCK_TAIL),
+    "bedrock-server-inputs": ("bedrock", _BEDROCK_HEAD, _bedrock_server_input, _BEDROCK_TAIL),
     "cohere-citations": ("cohere", _COHERE_HEAD, _cohere_citation, _COHERE_TAIL),
+    "cohere-content-blocks": ("cohere", _COHERE_HEAD, _cohere_block, _COHERE_TAIL),
     "ollama-logprobs": ("ollama", _OLLAMA_HEAD, _ollama_logprobs, _OLLAMA_TAIL),
     "gemini-citations": ("gemini", _GEMINI_HEAD, _gemini_citation, _GEMINI_TAIL),
     "gemini-envelopes": ("gemini", _GEMINI_HEAD, _gemini_envelope, _GEMINI_TAIL),
@@ -406,3 +474,74 @@ def test_gemini_envelopes_are_counted_alike_from_any_stack(impl):
     deep_down = at_depth(600, lambda: impl.reassemble(body, format="gemini", limits=limits))
     assert shallow.errors == deep_down.errors == []
     assert _key(shallow.to_response()) == _key(deep_down.to_response())
+
+
+@pytest.mark.parametrize("variant", ["openai-chat", *VARIANTS])
+def test_a_call_past_the_calls_limit_is_in_neither_the_result_nor_the_turn(both, variant):
+    # The limit drops the call; a turn that listed it (with an input of {}, or as its items said)
+    # would give back a call the result does not have, and grow with every call refused.
+    fmt, body = (("openai-chat", _chat_calls_body()) if variant == "openai-chat"
+                 else (VARIANTS[variant][0], build(variant, CALLS)))
+    if fmt == "openai-responses":  # a server that leaves the output to the items streamed: the turn lists them
+        body = body.replace(b'"output":[],', b"")
+    results = [impl.reassemble(body, format=fmt, limits=Limits(calls=1)) for impl in both]
+    for result in results:
+        assert [c.name for c in result.tool_calls] == [CALLS[0].name]
+        given = orjson.dumps([result.to_response(), result.to_message()])
+        assert [given.count(f"\"{call.name}\"".encode()) for call in CALLS] == [2, 0, 0], variant
+    assert results[0] == results[1]
+    assert orjson.dumps(results[0].to_response()) == orjson.dumps(results[1].to_response())
+
+
+def _chat_calls_body() -> bytes:
+    out = []
+    for i, call in enumerate(CALLS):
+        out.append(_sse({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": i, "id": call.id, "type": "function", "function": {"name": call.name,
+                                                                          "arguments": call.arguments}}]}}]}))
+    return b"".join(out) + _CHAT_TAIL
+
+
+_CONTENT = {"anthropic-text-blocks": lambda r: r["content"],
+            "bedrock-text-blocks": lambda r: r["output"]["message"]["content"],
+            "cohere-content-blocks": lambda r: r["message"]["content"]}
+
+
+@pytest.mark.parametrize("case", sorted(_CONTENT))
+def test_past_the_budget_the_turn_lists_its_blocks_as_far_as_it_went(both, case):
+    # A limit cuts, never alters: the blocks listed are the first ones, each whole, and the text
+    # after the cut is in no block (not added to the last one listed).
+    fmt, body = _body(case, REPEATS)
+    for impl in both:
+        free = _CONTENT[case](impl.reassemble(body, format=fmt).to_response())
+        held = _CONTENT[case](impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=BUDGET)).to_response())
+        assert 10 < len(held) < len(free) // 2
+        assert held == free[:len(held)]
+
+
+# Calls with fields of their own (no arguments, so that the calls take nothing from the budget).
+CALL_CASES = {"ollama-call-extras": ("ollama", _OLLAMA_HEAD, _ollama_call_extras, _OLLAMA_TAIL),
+              "responses-call-items": ("openai-responses", _RESPONSES_HEAD, _responses_call_item, _RESPONSES_TAIL)}
+
+
+@pytest.mark.parametrize("case", sorted(CALL_CASES))
+def test_the_calls_own_fields_stay_within_the_stream_budget(both, case):
+    # Each call's fields besides id, name and arguments are the turn's own: past the budget the
+    # call is still listed (it is in the result), without them.
+    fmt, head, own, tail = CALL_CASES[case]
+    body = head + b"".join(own(k) for k in range(3000)) + tail
+    free = [impl.reassemble(body, format=fmt) for impl in both]
+    held = [impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=BUDGET)) for impl in both]
+    # the turn keeps a call's identity (a Responses item's type, id, call_id, name, status: about
+    # 100 bytes pickled), never its own fields past the budget (the note: 306 bytes more per call)
+    bound = 3 * BUDGET + 100 * 3001
+    assert len(pickle.dumps(free[0]._turn)) > bound + 100_000
+    for limited, unlimited in zip(held, free):
+        assert len(pickle.dumps(limited._turn)) < bound, case
+        assert len(_own_limit_errors(limited)) == 1, limited.errors
+        calls = [(c.id, c.name, c.arguments) for c in limited.tool_calls]
+        assert calls == [(c.id, c.name, c.arguments) for c in unlimited.tool_calls] and len(calls) == 3001
+        given = orjson.dumps(limited.to_response())
+        assert given.count(b'"name":"f"') == 3001 and 0 < given.count(b'"note"') < 300
+    assert held[0] == held[1] and free[0] == free[1]
+    assert orjson.dumps(held[0].to_response()) == orjson.dumps(held[1].to_response())

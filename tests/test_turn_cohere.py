@@ -132,12 +132,19 @@ def test_a_cut_call_keeps_its_text_as_received(impl):
     assert CALLS[0].arguments.startswith(result.tool_calls[0].raw_arguments)
 
 
-def test_a_text_limit_shortens_the_block(impl):
+@pytest.mark.parametrize("budget", [30, 300, 600, 2000])
+def test_under_a_limit_the_blocks_hold_the_text_as_far_as_it_went(impl, budget):
+    # The texts are cut at stream_bytes; the blocks, counted apart against the same number, stop
+    # being listed when they reach it: what they hold is a beginning of each text, never more.
     body = BODIES["thinking-text-citations"]
-    result, response, _ = turn(impl, body, limits=callstitch.Limits(stream_bytes=30))
-    blocks = response["message"]["content"]
-    assert "".join(b.get("text", "") for b in blocks) == (result.text or "")
-    assert "".join(b.get("thinking", "") for b in blocks) == (result.reasoning or "")
+    result, response, _ = turn(impl, body, limits=callstitch.Limits(stream_bytes=budget))
+    blocks = response["message"].get("content", [])
+    text, thinking = ("".join(b.get(field, "") for b in blocks) for field in ("text", "thinking"))
+    assert (result.text or "").startswith(text) and (result.reasoning or "").startswith(thinking)
+    if budget == 30:  # (the first block's event is over it: no block is listed)
+        assert blocks == [] and result.text
+    if budget >= 2000:
+        assert (text, thinking) == (result.text, result.reasoning)
 
 
 def test_the_turn_survives_pickling(impl):

@@ -25,6 +25,7 @@ from ._formats import anthropic as _anthropic
 from ._formats import cohere as _cohere
 from ._formats import gemini as _gemini
 from ._formats import openai_responses as _responses
+from ._turns import ollama as _turn_ollama
 from ._turns import openai_chat as _turn_chat
 from ._exactjson import exact as _exact
 from ._exactjson import loads_exact as _loads_exact_py

@@ -139,20 +139,24 @@ cdef int _anthropic_start(Accumulator acc, object state, const cs_val *v, const 
         return 0  # text that is not a string: the adapter reports it
     if which < 0 and v[6].kind == CS_T_ABSENT and not _is(&v[3], "tool_use", 8):
         return 0  # a block kept as sent (a tool result …): the adapter counts it against the turn's budget
-    _anthropic_turn(state).log.append((index, PyBytes_FromStringAndSize(<const char *>data, n), which,
-                                       _anthropic_text_len(acc, which) if which >= 0 else 0))
+    call = None
+    if _is(&v[3], "tool_use", 8):
+        call = _anthropic.start_tool(acc, state, index, _value(&v[4]), _value(&v[5]), _value(&v[6]))
+    state.event_size = n  # (what _dispatch.handle_event notes of every event it is given)
+    listed = _anthropic.note_start(acc, state, index, PyBytes_FromStringAndSize(<const char *>data, n), which, call)
     # The block at index is a new one: deltas at index are its, and of its kind only.
     if acc._anth_open[0] == index:
         acc._anth_open[0] = -1
     if acc._anth_open[1] == index:
         acc._anth_open[1] = -1
+    if state.turn.cut:  # past the turn's budget no text is in a block: the adapter takes every delta
+        acc._anth_open[0] = acc._anth_open[1] = -1
     if which >= 0:
-        acc._anth_open[which] = index
+        if listed:
+            acc._anth_open[which] = index
         if v[7 + which].kind == CS_T_STR and v[7 + which].n:
             span = _span(&v[7 + which])
             acc._text_span(0, which, &span)
-    elif _is(&v[3], "tool_use", 8):
-        _anthropic.start_tool(acc, state, index, _value(&v[4]), _value(&v[5]), _value(&v[6]))
     return 1
 
 

@@ -11,18 +11,18 @@ cdef int _bedrock_fast(Accumulator acc, object event, const unsigned char *data,
     kind = _bedrock_delta(data, n, &v[0], &v[2])
     if kind:
         _paths[PATH_BEDROCK_DELTA] += 1
-        return acc._append_known(v[0].i, &v[2]) if kind == 1 else _bedrock_text(acc, &v[0], &v[2])
+        return acc._append_known(v[0].i, &v[2]) if kind == 1 else _bedrock_text(acc, &v[0], &v[2], n)
     if not cs_extract(data, n, _BEDROCK, 5, v) or v[0].kind != CS_T_INT:
         return 0
     if v[2].kind == CS_T_STR:
         return acc._append_known(v[0].i, &v[2])
     if (v[1].kind == CS_T_ABSENT or v[1].kind == CS_T_NULL) and v[3].kind == CS_T_STR \
             and v[4].kind == CS_T_ABSENT:
-        return _bedrock_text(acc, &v[0], &v[3])
+        return _bedrock_text(acc, &v[0], &v[3], n)
     return 0
 
 
-cdef int _bedrock_text(Accumulator acc, const cs_val *index, const cs_val *text) except -1:
+cdef int _bedrock_text(Accumulator acc, const cs_val *index, const cs_val *text, Py_ssize_t n) except -1:
     """Apply a block's next piece of text as the adapter does; 0 while no event has made the turn."""
     cdef cs_span span
     cdef object turn
@@ -34,7 +34,8 @@ cdef int _bedrock_text(Accumulator acc, const cs_val *index, const cs_val *text)
         if turn is None:
             return 0  # no event has made the turn yet: the adapter makes it
     if turn.text_open != index.i:  # a Python compare: a mangled stream may have left a huge index there
-        turn.attend(0, index.i, _anthropic_text_len(acc, 0))
+        acc._state.event_size = n  # (what _dispatch.handle_event notes of every event it is given)
+        turn.text_at(acc, None, 0, index.i, _anthropic_text_len(acc, 0))
     span = _span(text)
     acc._text_span(0, 0, &span)
     return 1

@@ -120,19 +120,36 @@ def note_delta(acc: Sink, state: StreamState, delta: Any) -> None:
 
 
 def start_block(acc: Sink, state: StreamState, index: int, block: dict, offset: int | None) -> None:
-    """A content block starts: note it in the turn, start its call if it is a client tool's, take its start text."""
+    """A content block starts: start its call if it is a client tool's, note it in the turn, take its start text."""
     btype = block.get("type")
     which = which_of(btype)
-    if which < 0 and "input" not in block and not (type(btype) is str and btype in _CLIENT_BLOCKS) and (
-            not acc.keep_own(block)):
-        return  # a block kept as sent (a tool result, redacted thinking …) past the turn's budget: none of it
-    (state.turn or turn_of(state)).log.append((index, block, which, acc.text_length(0, which) if which >= 0 else 0))
+    call = None
     if type(btype) is str and btype in _CLIENT_BLOCKS:
-        start_tool(acc, state, index, block.get("id"), block.get("name"), block.get("input"))
-    elif btype == "text":
+        call = start_tool(acc, state, index, block.get("id"), block.get("name"), block.get("input"))
+    note_start(acc, state, index, block, which, call)
+    if btype == "text":
         _text(acc, state, 0, block.get("text"), offset, empty_ok=False)
     elif btype == "thinking":
         _text(acc, state, 1, block.get("thinking"), offset, empty_ok=False)
+
+
+def note_start(acc: Sink, state: StreamState, index: int, start: dict | bytes, which: int, call: bool | None) -> bool:
+    """Log a block's start in the turn (start: its object, or its event's JSON text); False: it is not listed.
+
+    call: for a client tool's block, whether Limits.calls let its call in (a call the limit drops is
+    not in the turn either); None for any other block, listed within the turn's budget
+    (Limits.stream_bytes, keep_own). Past the budget the turn lists no block from then on, and the
+    text that follows is in none (AnthropicTurn.stop_listing).
+    """
+    turn = state.turn or turn_of(state)
+    if call is None and not turn.cut and acc.keep_own(start):
+        call = True
+    if not call:
+        if call is None and not turn.cut:
+            turn.stop_listing(acc.text_length(0, 0), acc.text_length(0, 1))
+        return False
+    turn.log.append((index, start, which, acc.text_length(0, which) if which >= 0 else 0))
+    return True
 
 
 def _block_delta(acc: Sink, state: StreamState, index: int, delta: dict, offset: int | None, obj: dict) -> None:
@@ -140,20 +157,23 @@ def _block_delta(acc: Sink, state: StreamState, index: int, delta: dict, offset:
     if dtype == "text_delta" or dtype == "thinking_delta":
         which = 0 if dtype == "text_delta" else 1
         text = delta.get("text" if which == 0 else "thinking")
-        if type(text) is str:
+        if type(text) is str and not (state.turn is not None and state.turn.cut):  # (cut: the text is in no block)
             turn = state.turn or turn_of(state)
             if turn.log:
                 turn.settle()
             block = turn.by_index.get(index)
             if block is None or block.which != which:
                 block = _misdirected(state, turn, index, block, dtype, offset, obj)
-            if turn.open[which] is not block:
-                turn.attend(which, block, acc.text_length(0, which))
+            if turn.open[which] is not block:  # a span more for the block, within the turn's budget
+                if block is None or acc.keep_own(delta):
+                    turn.attend(which, block, acc.text_length(0, which))
+                else:
+                    turn.stop_listing(acc.text_length(0, 0), acc.text_length(0, 1))
         _text(acc, state, which, text, offset)
     elif dtype == "citations_delta" or dtype == "signature_delta":
         turn = state.turn
-        if turn is None:
-            return
+        if turn is None or turn.cut:
+            return  # (cut: the turn keeps nothing more of its blocks)
         turn.settle()
         block = turn.by_index.get(index)
         if block is None:
@@ -200,11 +220,17 @@ def _server_input(acc: Sink, state: StreamState, index: int, text: str) -> None:
         keep_input_piece(acc, block, text)
 
 
-def start_tool(acc: Sink, state: StreamState, index: int, call_id: Any, name: Any, initial: Any) -> None:
-    """A tool_use block starts: its call, and the input its start carries (kept unless input streams)."""
+def start_tool(acc: Sink, state: StreamState, index: int, call_id: Any, name: Any, initial: Any) -> bool:
+    """A tool_use block starts: its call, and the input its start carries (kept unless input streams).
+
+    Return whether the call is in (False: Limits.calls dropped it, and nothing of it is kept).
+    """
+    acc.fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None, None)
+    if acc.call_at(0, index) is None:
+        return False
     notes: State = state.notes
     notes.tools[index] = initial
-    acc.fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None, None)
+    return True
 
 
 def stop_block(acc: Sink, state: StreamState, index: int) -> None:

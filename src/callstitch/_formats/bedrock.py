@@ -75,18 +75,20 @@ def _block_delta(acc: Sink, state: StreamState, turn: Any, body: dict, offset: i
         if index in notes.tools:
             acc.fragment(0, index, None, None, tool.get("input"))
         elif type(tool.get("input")) is str:  # a server tool's input: the turn keeps it
-            keep_input_piece(acc, turn.block(index), tool["input"])
+            block = turn.listed(acc, body, index)
+            if block is not None:
+                keep_input_piece(acc, block, tool["input"])
         return
     text = delta.get("text")
     if type(text) is str:
         if turn.text_open != index:  # the first piece of a block's text: the turn notes where it starts
-            turn.attend(0, index, acc.text_length(0, 0))
+            turn.text_at(acc, body, 0, index, acc.text_length(0, 0))
         acc.text_piece(0, 0, text)
     reasoning = delta.get("reasoningContent")
     if type(reasoning) is dict:
         if type(reasoning.get("text")) is str:
             if turn.reasoning_open != index:
-                turn.attend(1, index, acc.text_length(0, 1))
+                turn.text_at(acc, body, 1, index, acc.text_length(0, 1))
             acc.text_piece(0, 1, reasoning["text"])
         if ("signature" in reasoning or "redactedContent" in reasoning) and acc.keep_own(reasoning):
             _turn.note_reasoning(turn.block(index), reasoning)
@@ -95,20 +97,26 @@ def _block_delta(acc: Sink, state: StreamState, turn: Any, body: dict, offset: i
 
 
 def _block_start(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
-    """contentBlockStart: a client tool's call begins with its id and name (the turn keeps every start)."""
+    """contentBlockStart: a client tool's call begins with its id and name; the turn keeps the start."""
     index, start = body.get("contentBlockIndex"), body.get("start")
     if type(index) is not int or type(start) is not dict:
         return
-    block = turn.block(index)
-    block.start = start
     tool = start.get("toolUse")
     if type(tool) is dict and tool.get("type", "tool_use") == "tool_use":
-        notes: State = state.notes
-        notes.tools.add(index)
-        block.client = True
         call_id, tool_name = tool.get("toolUseId"), tool.get("name")
         acc.fragment(0, index, call_id if type(call_id) is str else None,
                      tool_name if type(tool_name) is str else None, None)
+        if acc.call_at(0, index) is None:
+            return  # Limits.calls dropped the call: the turn keeps nothing of it either
+        notes: State = state.notes
+        notes.tools.add(index)
+        block = turn.block(index)  # (listed whatever the turn's budget: the call is in the result)
+        block.client = True
+    else:
+        block = turn.listed(acc, body, index)
+        if block is None:
+            return
+    block.start = start
 
 
 def _block_stop(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:

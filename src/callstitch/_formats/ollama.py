@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._turns.ollama import CALLS, LAST, LOGPROBS, call_extras, new_turn
+from .._turns.ollama import LAST, LOGPROBS, call_extras, new_turn, note_call
 from .inband import error_text
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
@@ -54,10 +54,10 @@ def tool_call(acc: Sink, state: StreamState, call: Any, offset: int | None) -> N
         state.error("unexpected shape", "a tool call without a function", offset, call)
         return
     name, call_id = function.get("name"), call.get("id")
-    state.turn[CALLS].append(call_extras(call, function))
     # Each call arrives whole, its arguments an object (taken as the value): a call of its own.
     acc.whole(0, call_id if type(call_id) in (str, int) else None, name if type(name) is str else None,
-               function.get("arguments"))
+              function.get("arguments"))
+    note_call(acc, state.turn, call_extras(call, function))
 
 
 def finish(acc: Sink, state: StreamState, reason: Any, usage: dict) -> None:

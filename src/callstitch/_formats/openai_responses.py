@@ -74,6 +74,8 @@ def _output_item(acc: Sink, state: StreamState, kind: str, obj: dict, offset: in
         slot = _item(acc, state, item, done=done)
     elif type(item) is dict and item.get("type") == "custom_tool_call":
         slot = _item(acc, state, item, done=done, custom=True, offset=offset)
+    if slot == _DROPPED:
+        return  # Limits.calls dropped the call: the turn keeps nothing of it either
     # The turn keeps the event as the compiled twin does, read only when the turn is asked for.
     turn = state.turn or keep_turn(state)
     if done:
@@ -142,11 +144,15 @@ def keep_turn(state: StreamState) -> ResponsesTurn:
     return turn
 
 
+_DROPPED = -1  # what _item returns for a call Limits.calls dropped
+
+
 def _item(acc: Sink, state: StreamState, item: dict, done: bool, custom: bool = False,
           offset: int | None = None) -> int | None:
     """Register a function_call or custom_tool_call item (the call id is call_id; the item id keys its deltas).
 
-    Return the call's slot index, or None for an item with no usable id.
+    Return the call's slot index, None for an item with no usable id, or _DROPPED for a call
+    Limits.calls dropped (nothing of it is kept: not even its key).
     """
     key = item.get("id") or item.get("call_id")
     if type(key) is not str:
@@ -157,8 +163,13 @@ def _item(acc: Sink, state: StreamState, item: dict, done: bool, custom: bool = 
     call_id = call_id if type(call_id) is str else None
     name = name if type(name) is str else None
     if key not in calls:
-        calls.add(key)
+        numbered = key in state.keys
         (acc.custom_fragment if custom else acc.fragment)(0, state.key(key), call_id, name, None)
+        if acc.call_at(0, state.keys[key]) is None:
+            if not numbered:  # (the newest number: the next key takes it again)
+                del state.keys[key]
+            return _DROPPED
+        calls.add(key)
     else:  # the item again (done, or added twice): it may bring the id or name the first one lacked
         acc.identify(0, state.key(key), call_id, name)
     arguments = item.get("input" if custom else "arguments")

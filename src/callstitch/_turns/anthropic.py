@@ -88,10 +88,12 @@ class AnthropicTurn:
     (the compiled twin keeps each event's JSON text), or None; fields: those folded so far, later
     over earlier, in a dict of the turn's own, or None. Read from the log (settle()): blocks, the content
     blocks in order of their start; by_index, the latest block started at each index; open, per
-    kind of text (TEXT, THINKING), the block whose text is arriving, or None.
+    kind of text (TEXT, THINKING), the block whose text is arriving, or None. cut: the turn's budget
+    (Limits.stream_bytes) ran out at a block's start: no block is listed from then on, and no text
+    that follows is in a block (the turn reads as far as the budget went).
     """
 
-    __slots__ = ("message", "log", "deltas", "fields", "blocks", "by_index", "open")
+    __slots__ = ("message", "log", "deltas", "fields", "blocks", "by_index", "open", "cut")
 
     def __init__(self) -> None:
         self.message: dict | bytes | None = None
@@ -101,6 +103,7 @@ class AnthropicTurn:
         self.blocks: list[Block] = []
         self.by_index: dict[int, Block] = {}
         self.open: list[Block | None] = [None, None]
+        self.cut = False
 
     def __getstate__(self) -> tuple:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -132,6 +135,13 @@ class AnthropicTurn:
                 if stopped is not None and stopped.which >= 0 and self.open[stopped.which] is stopped:
                     self.attend(stopped.which, None, entry[1 + stopped.which])
         log.clear()  # a block's start read (start_object()) must not be held a second time as its text
+
+    def stop_listing(self, text_at: int, thinking_at: int) -> None:
+        """List no block from now on: the open blocks end where each text is now (text_at, thinking_at)."""
+        self.settle()
+        self.attend(TEXT, None, text_at)
+        self.attend(THINKING, None, thinking_at)
+        self.cut = True
 
     def attend(self, which: int, block: Block | None, at: int) -> None:
         """Make block the one the next text of that kind belongs to (None: no block), closing the last one's span."""

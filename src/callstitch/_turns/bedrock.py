@@ -73,10 +73,12 @@ class BedrockTurn:
     reasoning_open: the index of the block whose text / reasoning is arriving, -1 for none (the
     compiled twin's fast path takes a text delta only for the block in text_open); stop: the
     messageStop fields; metadata: the metadata fields (usage, metrics, trace, performanceConfig …),
-    later events over earlier.
+    later events over earlier; cut: the turn's budget (Limits.stream_bytes) ran out at a new block or
+    span: none is listed from then on (but a client call's, under Limits.calls), and no text that
+    follows is in a block (the turn reads as far as the budget went).
     """
 
-    __slots__ = ("role", "blocks", "text_open", "reasoning_open", "stop", "metadata")
+    __slots__ = ("role", "blocks", "text_open", "reasoning_open", "stop", "metadata", "cut")
 
     def __init__(self) -> None:
         self.role: Any = None
@@ -85,6 +87,7 @@ class BedrockTurn:
         self.reasoning_open = -1
         self.stop: dict = {}
         self.metadata: dict = {}
+        self.cut = False
 
     def __getstate__(self) -> tuple:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -99,6 +102,29 @@ class BedrockTurn:
         if block is None:
             block = self.blocks[index] = Block(index)
         return block
+
+    def listed(self, acc: Any, kept: Any, index: int) -> Block | None:
+        """Return the block at index, made on first mention within the turn's budget (kept: the event); None past it."""
+        block = self.blocks.get(index)
+        if block is None and self._fits(acc, kept):
+            block = self.blocks[index] = Block(index)
+        return block
+
+    def text_at(self, acc: Any, kept: Any, which: int, index: int, at: int) -> None:
+        """Text of that kind (which) comes for the block at index, at; its span opens within the turn's budget."""
+        if self._fits(acc, kept):
+            self.attend(which, index, at)
+
+    def _fits(self, acc: Any, kept: Any) -> bool:
+        """Tell whether the turn may list one more block or span (the event kept); past its budget, stop listing."""
+        if self.cut:
+            return False
+        if acc.keep_own(kept):
+            return True
+        self.attend(TEXT, -1, acc.text_length(0, TEXT))
+        self.attend(REASONING, -1, acc.text_length(0, REASONING))
+        self.cut = True
+        return False
 
     def attend(self, which: int, index: int, at: int) -> None:
         """Make the block at index (-1: none) the one the next text of that kind belongs to; at: where it goes."""

@@ -26,9 +26,12 @@ class CohereTurn:
     citation-start's citation, in order. end: message-end's delta (finish_reason, usage …), or
     None. logprobs: content-delta's logprobs, in order, or None. open: the blocks still open (at
     most one per text: a block that starts ends the one before it in its text), while it is fed.
+    cut: None, or where each text was (content, reasoning) when the turn's budget
+    (Limits.stream_bytes) ran out at a block's start: no block is listed from then on, and the
+    turn reads its texts as far as that (the tool plan too: reasoning past it may be a thinking block's).
     """
 
-    __slots__ = ("id", "extra", "blocks", "citations", "end", "logprobs", "open")
+    __slots__ = ("id", "extra", "blocks", "citations", "end", "logprobs", "open", "cut")
 
     def __init__(self) -> None:
         self.id: Any = None
@@ -38,14 +41,15 @@ class CohereTurn:
         self.end: dict | None = None
         self.logprobs: list | None = None
         self.open: list[list] = []
+        self.cut: tuple[int, int] | None = None
 
     def __reduce__(self) -> tuple:
-        return (_rebuild, (self.id, self.extra, self.blocks, self.citations, self.end, self.logprobs))
+        return (_rebuild, (self.id, self.extra, self.blocks, self.citations, self.end, self.logprobs, self.cut))
 
 
 def _rebuild(*fields: Any) -> CohereTurn:
     turn = CohereTurn()
-    turn.id, turn.extra, turn.blocks, turn.citations, turn.end, turn.logprobs = fields
+    turn.id, turn.extra, turn.blocks, turn.citations, turn.end, turn.logprobs, turn.cut = fields
     return turn
 
 
@@ -57,7 +61,15 @@ def start(turn: CohereTurn, obj: dict, message: Any) -> None:
 
 
 def open_block(turn: CohereTurn, acc: Any, content: Any) -> None:
-    """Note content-start: a block of its type starts where its text's next piece will."""
+    """Note content-start: a block of its type starts where its text's next piece will, within the turn's budget."""
+    if turn.cut is not None:
+        return
+    if not acc.keep_own(content):
+        turn.cut = (acc.text_length(0, 0), acc.text_length(0, 1))
+        for block in turn.open:  # the blocks still open end here: what follows is in none
+            block[3] = turn.cut[block[1]]
+        turn.open = []
+        return
     kind = content.get("type") if type(content) is dict else None
     kind = kind if type(kind) is str else "text"
     which = 1 if kind == "thinking" else 0
@@ -82,6 +94,8 @@ def _content(result: Any, turn: Any) -> tuple[list[dict], str | None]:
     """Return the content blocks and the tool plan (the reasoning outside thinking blocks)."""
     choice = result.choices[0] if result.choices else None
     texts = [(choice.text or "").encode() if choice else b"", (choice.reasoning or "").encode() if choice else b""]
+    if turn is not None and turn.cut is not None:  # the texts as far as the turn's budget went
+        texts = [texts[0][:turn.cut[0]], texts[1][:turn.cut[1]]]
     blocks: list[dict] = []
     covered: list[list[tuple[int, int]]] = [[], []]  # per text, the spans its blocks took
     for kind, which, begin, end, extra in turn.blocks if turn is not None else ():

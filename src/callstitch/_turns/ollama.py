@@ -38,6 +38,28 @@ def call_extras(call: dict, function: dict) -> Any:
     return (outer, inner) if outer or inner else None
 
 
+def note_call(acc: Any, turn: list, extras: Any) -> None:
+    """Keep the extras of the whole call just taken (call_extras), by its position among the calls.
+
+    A call Limits.calls dropped keeps nothing (the latest call is then an earlier one); past the
+    turn's budget (Limits.stream_bytes, keep_own: the line, once) the call is listed without them.
+    extras: call_extras(), or the compiled reader's function.index (None: none sent).
+    """
+    calls = turn[CALLS]
+    found = acc.call_at(0, None)
+    if found is None or found[1] != len(calls):
+        return
+    calls.append(extras if _index_only(extras) or acc.keep_own(extras) else None)
+
+
+def _index_only(extras: Any) -> bool:
+    """Tell whether a call's extras are none but an integer function.index (every Ollama call has one): not counted."""
+    if type(extras) is tuple:
+        outer, inner = extras
+        return not outer and len(inner) == 1 and type(inner.get("index")) is int
+    return extras is None or type(extras) is int
+
+
 def _line(line: Any) -> dict:
     return loads_exact(line) if type(line) is bytes else line
 

@@ -66,16 +66,28 @@ class ResponsesTurn:
     def item_added(self, acc: Any, event: dict | bytes, slot: int | None) -> None:
         """Keep an output item's added event; slot: its call's, or None for an item that is no call.
 
-        A call's is kept whatever the budget (the call is in the result, cut or whole, and the
-        output lists it); another item past Limits.stream_bytes is not listed.
+        Within Limits.stream_bytes it is kept whole. Past it, a call's item is kept bare (_bare: the
+        call is in the result, cut or whole, and the output lists it); another item is not listed.
         """
-        if slot is not None or acc.keep_own(event):
+        if acc.keep_own(event):
             self.added.append([event, slot])
+        elif slot is not None:
+            self.added.append([_bare(event), slot])
 
     def item_done(self, acc: Any, event: dict | bytes) -> None:
         """Keep an output item's done event, within Limits.stream_bytes (past it, the item reads as streamed)."""
         if acc.keep_own(event):
             self.done.append(event)
+
+
+_CALL_KEYS = ("type", "id", "call_id", "name", "status")  # what a call's item keeps past the turn's budget
+
+
+def _bare(event: dict | bytes) -> dict:
+    """Return a call item's added event with what lists the call: output_index and the item's _CALL_KEYS."""
+    read = _read(event)
+    item = read.get("item")  # (a dict: the adapter gives a call's event only)
+    return {"output_index": read.get("output_index"), "item": {k: item[k] for k in _CALL_KEYS if k in item}}
 
 
 def _read(kept: dict | bytes) -> Any:
