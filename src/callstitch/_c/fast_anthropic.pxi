@@ -143,13 +143,21 @@ cdef int _anthropic_start(Accumulator acc, object state, const cs_val *v, const 
     if _is(&v[3], "tool_use", 8):
         call = _anthropic.start_tool(acc, state, index, _value(&v[4]), _value(&v[5]), _value(&v[6]))
     state.event_size = n  # (what _dispatch.handle_event notes of every event it is given)
-    listed = _anthropic.note_start(acc, state, index, PyBytes_FromStringAndSize(<const char *>data, n), which, call)
+    turn = _anthropic_turn(state)
+    start = PyBytes_FromStringAndSize(<const char *>data, n)
+    # _anthropic.note_start, in place for a block it lists (a client call let in, or another block
+    # within the turn's budget: a Python call per block costs this path 4%); it does the rest
+    if call or (call is None and not turn.cut and acc.keep_own(None)):
+        listed = True
+        turn.log.append((index, start, which, _anthropic_text_len(acc, which) if which >= 0 else 0))
+    else:
+        listed = _anthropic.note_start(acc, state, index, start, which, call)
     # The block at index is a new one: deltas at index are its, and of its kind only.
     if acc._anth_open[0] == index:
         acc._anth_open[0] = -1
     if acc._anth_open[1] == index:
         acc._anth_open[1] = -1
-    if state.turn.cut:  # past the turn's budget no text is in a block: the adapter takes every delta
+    if not listed and call is None:  # past the turn's budget no text is in a block: the adapter takes every delta
         acc._anth_open[0] = acc._anth_open[1] = -1
     if which >= 0:
         if listed:

@@ -35,12 +35,18 @@ cdef int _ollama_line(Accumulator acc, const unsigned char *data, Py_ssize_t n) 
         acc._text_span(0, 1, &line.thinking)
     if count:  # (what _dispatch.handle_event notes of every event it is given: the turn counts the line once)
         acc._state.event_size = n
+        turn_calls = (<list>acc._turn)[2]
     for k in range(count):
+        taken = len(acc._slots)
         acc._take_whole(0, _span_str(&calls[k].id), _span_str(&calls[k].name), values[k], sent[k])
-        # function.index, the one thing besides id, name and arguments a call in this shape can hold,
-        # kept as the adapter keeps a call's extras (within the turn's budget, as a number)
+        # function.index, the one thing besides id, name and arguments a call in this shape can hold:
+        # kept as _turns.ollama.note_call keeps a call's extras; in place when they cost nothing (an
+        # integer, or none: not counted), for a call taken (a slot more: Limits.calls let it in)
         index = None if calls[k].index.kind == CS_T_ABSENT else _value(&calls[k].index)
-        _turn_ollama.note_call(acc, acc._turn, index)
+        if index is not None and type(index) is not int:
+            _turn_ollama.note_call(acc, acc._turn, index)
+        elif len(acc._slots) != taken:
+            turn_calls.append(index)
     if line.done:
         usage = {}
         if line.prompt_eval_count.kind != CS_T_ABSENT:
