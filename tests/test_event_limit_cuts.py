@@ -306,3 +306,25 @@ def test_a_late_custom_call_that_gets_no_input_says_it_may_be_lost(impl):
     (call,) = impl.reassemble(_BIG + body, format="openai-responses", limits=_LIMIT).tool_calls
     assert is_cut(call) and call.raw_arguments == "" and call.name == "shell"
     assert "none came after it" in call.error.detail
+
+
+def test_a_responses_call_first_seen_by_its_done_item_after_a_drop_keeps_nothing(both):
+    # Found by the fuzzer: the call's added item was the event dropped, and with it the call_id and
+    # the argument pieces the stream gave it; the done item after the drop said otherwise (a
+    # call_id of its own, whole arguments). Taken whole, the call was not the stream's call.
+    def event(kind, **fields):
+        return b"event: " + kind.encode() + b"\ndata: " + dumps({"type": kind, **fields}) + b"\n\n"
+    item = {"id": "fc_1", "type": "function_call", "call_id": "call_A", "name": "lookup", "arguments": ""}
+    added = event("response.output_item.added", output_index=0, item=dict(item, pad="x" * 400))
+    rest = (event("response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta='{"q": ')
+            + event("response.output_item.done", output_index=0,
+                    item=dict(item, call_id="call_B", arguments='{"q": "coffee"}', status="completed"))
+            + event("response.completed", response={"id": "r", "object": "response", "status": "completed"}))
+    for impl in both:
+        (free,) = impl.reassemble(added + rest, format="openai-responses").tool_calls
+        assert free.id == "call_A" and free.raw_arguments == '{"q": '
+        (call,) = impl.reassemble(added + rest, format="openai-responses", limits=_LIMIT).tool_calls
+        assert is_cut(call) and call.raw_arguments == "" and call.name == "lookup"
+        # With no drop before it, a call first seen by its done item is whole, as ever.
+        (call,) = impl.reassemble(rest, format="openai-responses", limits=_LIMIT).tool_calls
+        assert (call.id, call.name, call.arguments, call.error) == ("call_B", "lookup", {"q": "coffee"}, None)

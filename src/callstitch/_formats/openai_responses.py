@@ -164,12 +164,18 @@ def _item(acc: Sink, state: StreamState, item: dict, done: bool, custom: bool = 
     name = name if type(name) is str else None
     if key not in calls:
         numbered = key in state.keys
-        (acc.custom_fragment if custom else acc.fragment)(0, state.key(key), call_id, name, None)
+        # A call first seen by its done item: its added item may have been in an event dropped at
+        # Limits.event_bytes, with pieces the done item need not repeat. So it starts without its
+        # name, as a call whose start was dropped does (the slot rules cut it, keeping nothing, after
+        # a drop), and gets the name next.
+        (acc.custom_fragment if custom else acc.fragment)(0, state.key(key), call_id, None if done else name, None)
         if acc.call_at(0, state.keys[key]) is None:
             if not numbered:  # (the newest number: the next key takes it again)
                 del state.keys[key]
             return _DROPPED
         calls.add(key)
+        if done:
+            acc.identify(0, state.key(key), call_id, name)
     else:  # the item again (done, or added twice): it may bring the id or name the first one lacked
         acc.identify(0, state.key(key), call_id, name)
     arguments = item.get("input" if custom else "arguments")
