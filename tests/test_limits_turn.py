@@ -236,6 +236,21 @@ def _gemini_envelope(k: int) -> bytes:
     return _gemini({}, createTime=f"2026-12-07T00:00:{k:06d}Z", serverNote=f"{k:06d}" + "n" * 200)
 
 
+def _gemini_signed_text(k: int) -> bytes:
+    return _gemini({"content": {"role": "model", "parts": [{"text": "a", "thoughtSignature": f"c2ln{k:06d}"}]}})
+
+
+def _gemini_switch(k: int) -> bytes:
+    # Text and thought by turns: each turn is a part more of the turn.
+    part = {"text": "b", "thought": True} if k % 2 else {"text": "a"}
+    return _gemini({"content": {"role": "model", "parts": [part]}})
+
+
+def _gemini_call_extras(k: int) -> bytes:
+    call = {"name": "f", "args": {}, "id": f"call_{k + 2}", "note": f"{k:06d}" + "n" * 300}
+    return _gemini({"content": {"role": "model", "parts": [{"functionCall": call, "thoughtSignature": "c2ln"}]}})
+
+
 _GEMINI_HEAD = _gemini({"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"a": 1}}}]}})
 _GEMINI_TAIL = _gemini({"content": {"role": "model", "parts": [{"text": "Paris"}]}, "finishReason": "STOP"})
 
@@ -261,6 +276,8 @@ CASES = {
     "gemini-citations": ("gemini", _GEMINI_HEAD, _gemini_citation, _GEMINI_TAIL),
     "gemini-envelopes": ("gemini", _GEMINI_HEAD, _gemini_envelope, _GEMINI_TAIL),
     "gemini-other-parts": ("gemini", _GEMINI_HEAD, _gemini_other_part, _GEMINI_TAIL),
+    "gemini-signed-texts": ("gemini", _GEMINI_HEAD, _gemini_signed_text, _GEMINI_TAIL),
+    "gemini-text-switches": ("gemini", _GEMINI_HEAD, _gemini_switch, _GEMINI_TAIL),
 }
 
 
@@ -504,7 +521,9 @@ def _chat_calls_body() -> bytes:
 
 _CONTENT = {"anthropic-text-blocks": lambda r: r["content"],
             "bedrock-text-blocks": lambda r: r["output"]["message"]["content"],
-            "cohere-content-blocks": lambda r: r["message"]["content"]}
+            "cohere-content-blocks": lambda r: r["message"]["content"],
+            "gemini-signed-texts": lambda r: r["candidates"][0]["content"]["parts"],
+            "gemini-text-switches": lambda r: r["candidates"][0]["content"]["parts"]}
 
 
 @pytest.mark.parametrize("case", sorted(_CONTENT))
@@ -520,7 +539,8 @@ def test_past_the_budget_the_turn_lists_its_blocks_as_far_as_it_went(both, case)
 
 
 # Calls with fields of their own (no arguments, so that the calls take nothing from the budget).
-CALL_CASES = {"ollama-call-extras": ("ollama", _OLLAMA_HEAD, _ollama_call_extras, _OLLAMA_TAIL),
+CALL_CASES = {"gemini-call-extras": ("gemini", _GEMINI_HEAD, _gemini_call_extras, _GEMINI_TAIL),
+              "ollama-call-extras": ("ollama", _OLLAMA_HEAD, _ollama_call_extras, _OLLAMA_TAIL),
               "responses-call-items": ("openai-responses", _RESPONSES_HEAD, _responses_call_item, _RESPONSES_TAIL)}
 
 
@@ -545,3 +565,35 @@ def test_the_calls_own_fields_stay_within_the_stream_budget(both, case):
         assert given.count(b'"name":"f"') == 3001 and 0 < given.count(b'"note"') < 300
     assert held[0] == held[1] and free[0] == free[1]
     assert orjson.dumps(held[0].to_response()) == orjson.dumps(held[1].to_response())
+
+
+
+def _anthropic_tool_call(k: int) -> bytes:
+    block = {"type": "tool_use", "id": f"toolu_{k + 2}", "name": "f", "input": {"note": f"{k:06d}" + "n" * 300}}
+    return (_sse({"type": "content_block_start", "index": k + 2, "content_block": block}, "content_block_start")
+            + _sse({"type": "content_block_stop", "index": k + 2}, "content_block_stop"))
+
+
+def _bedrock_tool_call(k: int) -> bytes:
+    start = {"toolUse": {"toolUseId": f"tooluse_{k + 2}", "name": "f", "note": f"{k:06d}" + "n" * 300}}
+    return (_sse({"contentBlockIndex": k + 2, "start": start, "p": "a"}, "contentBlockStart")
+            + _sse({"contentBlockIndex": k + 2, "p": "a"}, "contentBlockStop"))
+
+
+DROPPED_CASES = {**CALL_CASES,
+                 "anthropic-tool-calls": ("anthropic", _ANTHROPIC_HEAD, _anthropic_tool_call, _ANTHROPIC_TAIL),
+                 "bedrock-tool-calls": ("bedrock", _BEDROCK_HEAD, _bedrock_tool_call, _BEDROCK_TAIL)}
+
+
+@pytest.mark.parametrize("case", sorted(DROPPED_CASES))
+def test_calls_the_calls_limit_drops_leave_nothing_in_the_turn(both, case):
+    # Before, a stream of calls past Limits.calls grew the turn by each call's note, or its fields.
+    fmt, head, call, tail = DROPPED_CASES[case]
+    body = head + b"".join(call(k) for k in range(3000)) + tail
+    free = [impl.reassemble(body, format=fmt) for impl in both]
+    held = [impl.reassemble(body, format=fmt, limits=Limits(calls=10)) for impl in both]
+    assert len(pickle.dumps(free[0]._turn)) > 500_000
+    for result in held:
+        assert len(result.tool_calls) == 10
+        assert len(pickle.dumps(result._turn)) < 20_000, case
+    assert held[0] == held[1] and orjson.dumps(held[0].to_response()) == orjson.dumps(held[1].to_response())

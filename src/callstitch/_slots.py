@@ -523,6 +523,10 @@ class SlotBook:
         self._choices[choice] = ChoiceState()  # listed, with no call (yet): its first call finds it here
         return True
 
+    def calls_left(self) -> bool:
+        """Tell whether a call may still start: Limits.calls is not reached."""
+        return len(self._slots) < self._max_calls
+
     def call_at(self, choice: Any, index: Any) -> tuple[Any, int] | None:
         """Return the id (or None) and the position in its choice of the call a piece just went to; None if none.
 

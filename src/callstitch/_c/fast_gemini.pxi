@@ -108,6 +108,7 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     if v[0].kind == CS_T_ARRAY and v[0].i == 1 and choice not in acc._choices and not acc.admit_choice(choice):
         return 0  # a candidate past Limits.choices: the general way skips its parts (asking again changes nothing)
     _gemini_envelope(acc, data, n, &v[3], &v[4])
+    acc._gem_n = n  # (for _gemini_log: the chunk's size, which the turn counts when a part entry needs it)
     for k in range(nparts):
         if part_at[k][0] == b'{':
             part = parts[k]
@@ -447,14 +448,32 @@ cdef object _gemini_turn(Accumulator acc):
     return acc._gem_turn
 
 
+cdef inline void _gemini_logged(Accumulator acc):
+    """Take note that GeminiTurn logged in this path's stead: the open run ends if it logged anything."""
+    if PyList_GET_SIZE(acc._gem_log) != acc._gem_logged:
+        acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
+        acc._gem_run = -1
+
+
 cdef int _gemini_log(Accumulator acc, int kind, object choice, object a, object b, long long run) except -1:
-    """Log a part's event as GeminiTurn.event does, with where the choice's texts end before it.
+    """Log a part's event as GeminiTurn.event does (within the turn's budget), with where the choice's texts end.
 
     run: the key of the unsigned text run this entry goes on with (its next piece needs no entry:
     RUN entries that go on with the open run change nothing), or -1.
     """
     cdef list texts = acc._texts.get(choice)
     cdef Py_ssize_t length0 = 0, length1 = 0
+    if kind == _G_CALL and not acc.calls_left():
+        acc._gem_turn.gap(acc, choice)  # a call Limits.calls drops: as GeminiTurn.event notes it
+        _gemini_logged(acc)
+        return 0
+    if acc._gem_n >= 0:  # (what _dispatch.handle_event notes of every event it is given, when it is needed)
+        acc._state.event_size = acc._gem_n
+        acc._gem_n = -1
+    if (kind == _G_RUN or a is not None) and (acc._gem_turn.cut is not None or not acc.keep_own(None)):
+        acc._gem_turn.refuse(acc, kind, choice)  # past the turn's budget, as GeminiTurn.event does (_counted)
+        _gemini_logged(acc)
+        return 0
     if texts is not None:
         if texts[0] is not None:
             length0 = PyByteArray_GET_SIZE((<Text>texts[0]).buf)

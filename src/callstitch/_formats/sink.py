@@ -56,6 +56,9 @@ class Sink(Protocol):
         of one refused.
         """
 
+    def calls_left(self) -> bool:
+        """Tell whether a call may still start: Limits.calls is not reached (a turn notes no call the limit drops)."""
+
     def call_at(self, choice: int, index: int | None) -> tuple[Any, int] | None:
         """Return the id (or None) and the position in its choice of the call a piece just went to; None if none.
 

@@ -55,6 +55,15 @@ FOLD_BYTES = 1 << 20
 _NO_RUN = (0, None, -1)  # GeminiTurn.open_run when no unsigned text run is open
 
 
+def _counted(kind: int, a: Any, b: Any) -> bool:
+    """Tell whether a part's entry counts against the turn's budget: all but a bare call's and OTHER's.
+
+    A call noted bare (no signature, no fields of its own) is bounded by Limits.calls, as the
+    call is; an OTHER entry's part is counted by its caller (a gap keeps nothing).
+    """
+    return kind == RUN or kind == CALL_SIGNATURE or (kind == CALL and (a is not None or b is not None))
+
+
 class GeminiTurn:
     """The rest of a Gemini turn: a log of the parts' places and the chunks' envelopes, read at the end.
 
@@ -82,10 +91,14 @@ class GeminiTurn:
     budget none is taken (full). Counted as they are folded, where both twins read the same values
     (the compiled twin logs an envelope whose text changed, its spacing alone perhaps): so when is
     no matter, and the limit is reported at the stream's end (settle).
+
+    The part entries but OTHER (whose caller counts the part) are the turn's own fields too, under
+    Limits.stream_bytes (Sink.keep_own: the chunk's bytes, once); cut: None until one does not fit,
+    then the choices whose open run that ended (refuse).
     """
 
     __slots__ = ("log", "envelope", "folded", "pending", "pending_bytes", "open_run", "clean", "budget", "spent",
-                 "full", "last", "last_value")
+                 "full", "last", "last_value", "cut")
 
     def __init__(self, budget: int = UNLIMITED) -> None:
         self.log: list[tuple] = []
@@ -100,11 +113,36 @@ class GeminiTurn:
         self.full = False
         self.last: Any = None  # the _key of the last envelope folded
         self.last_value: Any = None  # and that envelope
+        self.cut: set | None = None
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
-        """Log a part's event, with where the choice's texts end before it."""
+        """Log a part's event, with where the choice's texts end before it, within the turn's budget."""
         if kind == RUN and b is None and self.open_run == (choice, a, len(self.log)):
             return
+        if kind == CALL and not acc.calls_left():
+            self.gap(acc, choice)  # a call Limits.calls drops: the run before it ends there, as it would
+            return
+        if _counted(kind, a, b) and (self.cut is not None or not acc.keep_own((a, b))):
+            self.refuse(acc, kind, choice)
+            return
+        self._log(acc, kind, choice, a, b)
+
+    def refuse(self, acc: Any, kind: int, choice: int) -> None:
+        """Keep what the turn may of a part's event past its budget: a call bare (it is in the result), no other.
+
+        The first refusal in a choice ends its open run there (a gap): a new run, a signature, a
+        call's extras are entries more, and the text that follows is in no part, so the parts
+        listed are the first ones, as they came.
+        """
+        if self.cut is None:
+            self.cut = set()
+        if kind == CALL:
+            self._log(acc, CALL, choice, None, None)
+        elif choice not in self.cut:
+            self.cut.add(choice)
+            self._log(acc, OTHER, choice, None, None)
+
+    def _log(self, acc: Any, kind: int, choice: int, a: Any, b: Any) -> None:
         self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
         self.open_run = (choice, a, len(self.log)) if kind == RUN and b is None else _NO_RUN
 
@@ -367,8 +405,10 @@ def read(turn: GeminiTurn | None) -> tuple[dict[str, Any], dict[int, GeminiCandi
                 record.last_call = len(record.parts)
                 record.parts.append([CALL, record.calls, a, b])
                 record.calls += 1
-            elif a is not None:  # (None: a part not kept, past the budget: GeminiTurn.gap)
+            elif a is not None:
                 record.parts.append([OTHER, a])
+            else:  # a part not kept (past the budget) or a call Limits.calls dropped: GeminiTurn.gap
+                record.last_call = -1  # (a signature after it is not the last kept call's)
     return fields, candidates
 
 
