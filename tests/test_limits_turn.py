@@ -157,7 +157,9 @@ def _bedrock_switch(k: int) -> bytes:
 
 
 def _bedrock_server_input(k: int) -> bytes:
-    return _sse({"contentBlockIndex": k + 2, "delta": {"toolUse": {"input": ""}}, "p": "abc"}, "contentBlockDelta")
+    start = {"toolUse": {"toolUseId": f"srv_{k}", "name": "web_search", "type": "server_tool_use"}}
+    return (_sse({"contentBlockIndex": k + 2, "start": start, "p": "abc"}, "contentBlockStart")
+            + _sse({"contentBlockIndex": k + 2, "delta": {"toolUse": {"input": ""}}, "p": "abc"}, "contentBlockDelta"))
 
 
 _BEDROCK_HEAD = b"".join([
@@ -597,3 +599,95 @@ def test_calls_the_calls_limit_drops_leave_nothing_in_the_turn(both, case):
         assert len(result.tool_calls) == 10
         assert len(pickle.dumps(result._turn)) < 20_000, case
     assert held[0] == held[1] and orjson.dumps(held[0].to_response()) == orjson.dumps(held[1].to_response())
+
+
+# ---------------------------------------------------------------- found by review (809566f)
+
+
+def test_a_gemini_run_the_general_path_opened_is_counted_once_in_both_twins(both):
+    # The compiled twin's note of the open run was lost after a chunk the general path took (two
+    # candidates here): it counted the run again, ran out of budget first, and split the text.
+    first = b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"Hello "}]},"index":0}]}\n\n'
+    second = (b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"world"}]},"index":0},'
+              b'{"index":1}]}\n\n')
+    for body in (first + second, second + first):
+        results = [impl.reassemble(body, format="gemini", limits=Limits(stream_bytes=120)) for impl in both]
+        assert results[0] == results[1]
+        assert orjson.dumps(results[0].to_response()) == orjson.dumps(results[1].to_response())
+    parts = results[0].to_response()["candidates"][0]["content"]["parts"]
+    assert parts == [{"text": "worldHello "}]
+
+
+def test_a_dropped_calls_input_spends_nothing_and_joins_no_block(both):
+    # Bedrock: the input of a call Limits.calls dropped was kept as a server tool's, spending the
+    # budget that the text after it then lacked.
+    def start(index: int, start: dict) -> bytes:
+        return _sse({"contentBlockIndex": index, "start": start, "p": "a"}, "contentBlockStart")
+
+    def delta(index: int, delta: dict) -> bytes:
+        return _sse({"contentBlockIndex": index, "delta": delta, "p": "a"}, "contentBlockDelta")
+
+    body = b"".join([
+        _sse({"role": "assistant", "p": "a"}, "messageStart"),
+        start(0, {"toolUse": {"toolUseId": "t1", "name": "f"}}), delta(0, {"toolUse": {"input": '{"a": 1}'}}),
+        start(1, {"toolUse": {"toolUseId": "t2", "name": "g"}}),
+        delta(1, {"toolUse": {"input": '{"s": "' + "x" * 880 + '"}'}}),
+        delta(2, {"text": "y" * 120}), _sse({"stopReason": "tool_use", "p": "a"}, "messageStop")])
+    for impl in both:
+        result = impl.reassemble(body, format="bedrock", limits=Limits(calls=1, stream_bytes=1000))
+        assert [c.name for c in result.tool_calls] == ["f"] and result.text == "y" * 120
+        assert not [e for e in result.errors if "stream_bytes" in str(e)]
+        assert '"g"' not in orjson.dumps(result.to_response()).decode()
+
+
+def test_a_dropped_call_at_a_server_tools_index_adds_nothing_to_it(both):
+    # Anthropic: a tool_use the limit dropped, at the index of a server tool's block before it,
+    # gave its input pieces to that block.
+    server = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}}
+    body = b"".join([
+        _sse({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                                                   "content": [], "model": "c"}}, "message_start"),
+        _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1",
+                                                                           "name": "f", "input": {}}},
+             "content_block_start"),
+        _sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        _sse({"type": "content_block_start", "index": 1, "content_block": server}, "content_block_start"),
+        _sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta",
+                                                                   "partial_json": '{"query": "tea"}'}},
+             "content_block_delta"),
+        _sse({"type": "content_block_stop", "index": 1}, "content_block_stop"),
+        _sse({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_2",
+                                                                           "name": "g", "input": {}}},
+             "content_block_start"),
+        _sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta",
+                                                                   "partial_json": '{"x": 1}'}},
+             "content_block_delta"),
+        _sse({"type": "content_block_stop", "index": 1}, "content_block_stop")])
+    for impl in both:
+        result = impl.reassemble(body, format="anthropic", limits=Limits(calls=1))
+        blocks = result.to_response()["content"]
+        assert blocks[1] == {**server, "input": {"query": "tea"}} and len(blocks) == 2
+        assert result._turn.blocks[1].pieces == ['{"query": "tea"}']
+
+
+def _repeated(case: str, k: int) -> bytes:
+    if case == "anthropic":  # the same client block started again and again
+        return _sse({"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}}, "content_block_start")
+    if case == "openai-responses":  # the same call's item added again and again
+        return _sse({"type": "response.output_item.added", "output_index": 0, "item": _CALL_ITEM},
+                    "response.output_item.added")
+    call = {"functionCall": {"name": "f", "args": {}}}  # two candidates' calls, past Limits.calls
+    return b"data: " + dumps({"candidates": [{"index": 0, "content": {"role": "model", "parts": [call]}},
+                                             {"index": 1, "content": {"role": "model", "parts": [call]}}]}) + b"\n\n"
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "gemini"])
+def test_a_call_sent_again_or_past_the_limit_does_not_grow_the_turn(both, fmt):
+    head = {"anthropic": _ANTHROPIC_HEAD, "openai-responses": _RESPONSES_HEAD, "gemini": b""}[fmt]
+    body = head + b"".join(_repeated(fmt, k) for k in range(3000))
+    for impl in both:
+        free = impl.reassemble(body, format=fmt, limits=Limits(calls=None) if fmt == "gemini" else None)
+        held = impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=5000, calls=1))
+        assert len(pickle.dumps(free._turn)) > 60_000
+        assert len(pickle.dumps(held._turn)) < 15_000, fmt

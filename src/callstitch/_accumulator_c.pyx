@@ -199,14 +199,12 @@ Reassemble the tool calls of one streamed response.
     # The Gemini fast path's hold on state.turn (_c/fast_gemini.pxi): the record, its log, the log's
     # length after this path last wrote to it (-1 once the general path has had an event: it may
     # have logged, or folded, since, and the two notes below no longer hold), the last envelope it
-    # logged, the open text run it last logged; the size of the chunk it is reading until a part
-    # entry counts it against the turn's budget (-1: counted, or none).
+    # logged, the open text run it last logged.
     cdef object _gem_turn
     cdef list _gem_log
     cdef Py_ssize_t _gem_logged
     cdef bytes _gem_env
     cdef long long _gem_run
-    cdef Py_ssize_t _gem_n
     # The last string piece that said more follows (_gemini_repeat): its chunk's bytes before the
     # piece's text (_gem_rep_head of them) then from its closing quote (_gem_rep_tail, -1: none kept),
     # in a buffer of _gem_rep_cap bytes; where its usage lay (-1: none), its choice, jsonPath, envelope.

@@ -97,7 +97,6 @@ cdef class SlotBook:
     cpdef bint spend(self, Py_ssize_t size) except -1
     @cython.locals(size=Py_ssize_t)
     cpdef bint keep_own(self, object kept) except -1
-    cpdef bint calls_left(self) except -1
     @cython.locals(cs=ChoiceState, slot=Slot)
     cpdef object call_at(self, object choice, object index)
     cdef _cap(self, str name)

@@ -5,7 +5,7 @@
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_SIZE
 
-from ._turns.gemini import CALL as _CALL, RUN as _RUN, GeminiTurn
+from ._turns.gemini import _NO_RUN, CALL as _CALL, RUN as _RUN, GeminiTurn
 
 cdef enum:
     _G_RUN = 0  # _turns.gemini.RUN and CALL, as C constants
@@ -100,6 +100,7 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     cdef int part_entries[16]
     cdef int nparts, k, first = 0
     cdef cs_val *part
+    cdef Py_ssize_t uncounted = n  # the chunk's size, until a part entry counts it against the turn's budget
     nparts = _gemini_candidate(acc, data, n, v, part_at, part_len)
     if nparts < 0 or not _gemini_locate(nparts, part_at, part_len, parts, part_entries, entries, entry_at, entry_len):
         return 0
@@ -108,15 +109,14 @@ cdef int _gemini_chunk(Accumulator acc, const unsigned char *data, Py_ssize_t n)
     if v[0].kind == CS_T_ARRAY and v[0].i == 1 and choice not in acc._choices and not acc.admit_choice(choice):
         return 0  # a candidate past Limits.choices: the general way skips its parts (asking again changes nothing)
     _gemini_envelope(acc, data, n, &v[3], &v[4])
-    acc._gem_n = n  # (for _gemini_log: the chunk's size, which the turn counts when a part entry needs it)
     for k in range(nparts):
         if part_at[k][0] == b'{':
             part = parts[k]
             if _is_object(&part[2]):
-                _gemini_call(acc, choice, part, entries[first], entry_at + first, entry_len + first,
+                _gemini_call(acc, choice, part, entries[first], entry_at + first, entry_len + first, &uncounted,
                              part_entries[k])
             elif part[0].n or part[8].kind == CS_T_STR:  # a text part (_gemini_turn_part checked it is)
-                _gemini_text(acc, choice, &v[1], part)
+                _gemini_text(acc, choice, &v[1], part, &uncounted)
         first += part_entries[k]
     if v[2].kind == CS_T_STR:
         _gemini.finish_choice(acc, acc._state, choice, _span_str_v(&v[2]))
@@ -171,16 +171,17 @@ cdef inline bint _gemini_locate(int nparts, const unsigned char **part_at, Py_ss
     return True
 
 
-cdef inline int _gemini_text(Accumulator acc, object choice, const cs_val *index, const cs_val *part) except -1:
+cdef inline int _gemini_text(Accumulator acc, object choice, const cs_val *index, const cs_val *part,
+                             Py_ssize_t *uncounted) except -1:
     """Apply a text part (a thought or not, a signature or not) of the candidate at index, as _gemini._text_part does."""
     cdef int which = 1 if _is_true(&part[1]) else 0
     cdef long long run = index.i if index.kind == CS_T_INT else 0
     cdef cs_span span
     run = run * 2 + which if 0 <= run < (1 << 40) else -2  # -2: never the open run's
     if part[8].kind == CS_T_STR:
-        _gemini_log(acc, _G_RUN, choice, which, _span_str_v(&part[8]), -1)
+        _gemini_log(acc, _G_RUN, choice, which, _span_str_v(&part[8]), -1, uncounted)
     elif acc._gem_run != run:
-        _gemini_log(acc, _G_RUN, choice, which, None, run)
+        _gemini_log(acc, _G_RUN, choice, which, None, run, uncounted)
     if part[0].n:
         span = _span(&part[0])
         acc._text_span(choice, which, &span)
@@ -225,13 +226,18 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
 
 
 cdef int _gemini_call(Accumulator acc, object choice, cs_val *part, cs_val *entries,
-                      const unsigned char **entry_at, Py_ssize_t *entry_len, int count) except -1:
-    """Apply one functionCall part as _gemini._call_part and _gemini._call do (entries: its partialArgs, count of them)."""
+                      const unsigned char **entry_at, Py_ssize_t *entry_len, Py_ssize_t *uncounted,
+                      int count) except -1:
+    """Apply one functionCall part as _gemini._call_part and _gemini._call do (entries: its partialArgs, count of them).
+
+    uncounted: the chunk's size until a part entry counts it against the turn's budget (_gemini_log), then -1.
+    """
     cdef cs_val *call = &part[2]
     cdef int j
     state = acc._state
     if part[3].kind == CS_T_STR and part[3].n:  # a name: a whole call, or one whose arguments stream next
-        _gemini_log(acc, _G_CALL, choice, _span_str_v(&part[8]) if part[8].kind == CS_T_STR else None, None, -1)
+        _gemini_log(acc, _G_CALL, choice, _span_str_v(&part[8]) if part[8].kind == CS_T_STR else None, None, -1,
+                    uncounted)
         streamed = _is_true(&part[6]) and part[5].kind == CS_T_ABSENT
         if streamed or _gemini_open(acc, choice) is not None:
             _gemini.start_call(acc, state, choice, _span_str_v(&part[3]), _value(&part[4]), streamed,
@@ -455,7 +461,8 @@ cdef inline void _gemini_logged(Accumulator acc):
         acc._gem_run = -1
 
 
-cdef int _gemini_log(Accumulator acc, int kind, object choice, object a, object b, long long run) except -1:
+cdef int _gemini_log(Accumulator acc, int kind, object choice, object a, object b, long long run,
+                     Py_ssize_t *uncounted) except -1:
     """Log a part's event as GeminiTurn.event does (within the turn's budget), with where the choice's texts end.
 
     run: the key of the unsigned text run this entry goes on with (its next piece needs no entry:
@@ -463,15 +470,19 @@ cdef int _gemini_log(Accumulator acc, int kind, object choice, object a, object 
     """
     cdef list texts = acc._texts.get(choice)
     cdef Py_ssize_t length0 = 0, length1 = 0
+    turn = acc._gem_turn
+    if kind == _G_RUN and b is None and turn.open_run == (choice, a, PyList_GET_SIZE(acc._gem_log)):
+        acc._gem_run = run  # the run GeminiTurn notes open goes on (the general path may have logged it)
+        return 0
     if kind == _G_CALL and not acc.calls_left():
-        acc._gem_turn.gap(acc, choice)  # a call Limits.calls drops: as GeminiTurn.event notes it
+        turn.gap(acc, choice)  # a call Limits.calls drops: as GeminiTurn.event notes it
         _gemini_logged(acc)
         return 0
-    if acc._gem_n >= 0:  # (what _dispatch.handle_event notes of every event it is given, when it is needed)
-        acc._state.event_size = acc._gem_n
-        acc._gem_n = -1
-    if (kind == _G_RUN or a is not None) and (acc._gem_turn.cut is not None or not acc.keep_own(None)):
-        acc._gem_turn.refuse(acc, kind, choice)  # past the turn's budget, as GeminiTurn.event does (_counted)
+    if uncounted[0] >= 0:  # (what _dispatch.handle_event notes of every event it is given, when it is needed)
+        acc._state.event_size = uncounted[0]
+        uncounted[0] = -1
+    if (kind == _G_RUN or a is not None) and (turn.cut is not None or not acc.keep_own(None)):
+        turn.refuse(acc, kind, choice)  # past the turn's budget, as GeminiTurn.event does (_counted)
         _gemini_logged(acc)
         return 0
     if texts is not None:
@@ -482,4 +493,8 @@ cdef int _gemini_log(Accumulator acc, int kind, object choice, object a, object 
     acc._gem_log.append((kind, choice, length0, length1, a, b))
     acc._gem_logged = PyList_GET_SIZE(acc._gem_log)
     acc._gem_run = run
+    # GeminiTurn's own notes, as its _log keeps them: both paths read them
+    turn.open_run = (choice, a, acc._gem_logged) if kind == _G_RUN and b is None else _NO_RUN
+    if turn.gapped:
+        turn.gapped.discard(choice)
     return 0

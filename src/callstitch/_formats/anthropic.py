@@ -136,10 +136,10 @@ def start_block(acc: Sink, state: StreamState, index: int, block: dict, offset: 
 def note_start(acc: Sink, state: StreamState, index: int, start: dict | bytes, which: int, call: bool | None) -> bool:
     """Log a block's start in the turn (start: its object, or its event's JSON text); False: it is not listed.
 
-    call: for a client tool's block, whether Limits.calls let its call in (a call the limit drops is
-    not in the turn either); None for any other block, listed within the turn's budget
-    (Limits.stream_bytes, keep_own). Past the budget the turn lists no block from then on, and the
-    text that follows is in none (AnthropicTurn.stop_listing).
+    call: for a client tool's block, start_tool's answer (True: listed; False: Limits.calls dropped
+    the call, which is not in the turn either); None for any other block, listed within the turn's
+    budget (Limits.stream_bytes, keep_own). Past the budget the turn lists no block from then on,
+    and the text that follows is in none (AnthropicTurn.stop_listing).
     """
     turn = state.turn or turn_of(state)
     if call is None and not turn.cut and acc.keep_own(start):
@@ -147,6 +147,9 @@ def note_start(acc: Sink, state: StreamState, index: int, start: dict | bytes, w
     if not call:
         if call is None and not turn.cut:
             turn.stop_listing(acc.text_length(0, 0), acc.text_length(0, 1))
+        elif call is False:  # a dropped call's deltas at index are no listed block's (a server tool's before it)
+            turn.settle()
+            turn.by_index.pop(index, None)
         return False
     turn.log.append((index, start, which, acc.text_length(0, which) if which >= 0 else 0))
     return True
@@ -220,17 +223,21 @@ def _server_input(acc: Sink, state: StreamState, index: int, text: str) -> None:
         keep_input_piece(acc, block, text)
 
 
-def start_tool(acc: Sink, state: StreamState, index: int, call_id: Any, name: Any, initial: Any) -> bool:
+def start_tool(acc: Sink, state: StreamState, index: int, call_id: Any, name: Any, initial: Any) -> bool | None:
     """A tool_use block starts: its call, and the input its start carries (kept unless input streams).
 
-    Return whether the call is in (False: Limits.calls dropped it, and nothing of it is kept).
+    Return True when the turn lists the block whatever its budget (the first tool block at its
+    index, of a call that is in: at most Limits.calls of them), False when Limits.calls dropped the
+    call (nothing of it is kept), None for a tool block at an index that had one (a start sent
+    again: listed within the budget, as any other block).
     """
     acc.fragment(0, index, call_id if type(call_id) is str else None, name if type(name) is str else None, None)
     if acc.call_at(0, index) is None:
         return False
     notes: State = state.notes
+    again = index in notes.tools
     notes.tools[index] = initial
-    return True
+    return None if again else True  # (None: a tool block at its index before: a block more, counted as any other)
 
 
 def stop_block(acc: Sink, state: StreamState, index: int) -> None:

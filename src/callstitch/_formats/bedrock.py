@@ -74,9 +74,9 @@ def _block_delta(acc: Sink, state: StreamState, turn: Any, body: dict, offset: i
         notes: State = state.notes
         if index in notes.tools:
             acc.fragment(0, index, None, None, tool.get("input"))
-        elif type(tool.get("input")) is str:  # a server tool's input: the turn keeps it
-            block = turn.listed(acc, body, index)
-            if block is not None:
+        elif type(tool.get("input")) is str:  # a server tool's input: the turn keeps it, in its started block
+            block = turn.blocks.get(index)
+            if block is not None and block.start is not None and not block.client:
                 keep_input_piece(acc, block, tool["input"])
         return
     text = delta.get("text")
@@ -106,8 +106,11 @@ def _block_start(acc: Sink, state: StreamState, turn: Any, body: dict, offset: i
         call_id, tool_name = tool.get("toolUseId"), tool.get("name")
         acc.fragment(0, index, call_id if type(call_id) is str else None,
                      tool_name if type(tool_name) is str else None, None)
-        if acc.call_at(0, index) is None:
-            return  # Limits.calls dropped the call: the turn keeps nothing of it either
+        if acc.call_at(0, index) is None:  # Limits.calls dropped the call: the turn keeps nothing of it either,
+            dropped = turn.blocks.get(index)  # and a block before it at its index takes none of its input
+            if dropped is not None and type(dropped.pieces) is not tuple:
+                dropped.pieces = tuple(dropped.pieces or ())
+            return
         notes: State = state.notes
         notes.tools.add(index)
         block = turn.block(index)  # (listed whatever the turn's budget: the call is in the result)

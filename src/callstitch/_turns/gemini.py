@@ -98,7 +98,7 @@ class GeminiTurn:
     """
 
     __slots__ = ("log", "envelope", "folded", "pending", "pending_bytes", "open_run", "clean", "budget", "spent",
-                 "full", "last", "last_value", "cut")
+                 "full", "last", "last_value", "cut", "gapped")
 
     def __init__(self, budget: int = UNLIMITED) -> None:
         self.log: list[tuple] = []
@@ -114,6 +114,7 @@ class GeminiTurn:
         self.last: Any = None  # the _key of the last envelope folded
         self.last_value: Any = None  # and that envelope
         self.cut: set | None = None
+        self.gapped: set = set()  # the choices whose latest part entry is a gap (gap logs one once)
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
         """Log a part's event, with where the choice's texts end before it, within the turn's budget."""
@@ -145,16 +146,19 @@ class GeminiTurn:
     def _log(self, acc: Any, kind: int, choice: int, a: Any, b: Any) -> None:
         self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
         self.open_run = (choice, a, len(self.log)) if kind == RUN and b is None else _NO_RUN
+        if kind == OTHER and a is None:
+            self.gapped.add(choice)
+        elif self.gapped:
+            self.gapped.discard(choice)
 
     def gap(self, acc: Any, choice: int) -> None:
         """Log where a part the turn does not keep (past its budget) stood: the text run before it ends there.
 
-        Logged as an OTHER entry with no part, once for parts not kept in a row: the part's text,
-        if any, is then in no part (the text goes on in the choice's), and the text after it in a
-        run of its own, as when the part is kept; never joined to the run before it.
+        Logged as an OTHER entry with no part, once for parts of a choice not kept in a row (gapped):
+        the part's text, if any, is then in no part (the text goes on in the choice's), and the text
+        after it in a run of its own, as when the part is kept; never joined to the run before it.
         """
-        last = self.log[-1] if self.log else None
-        if last is None or last[0] != OTHER or last[1] != choice or last[4] is not None:
+        if choice not in self.gapped:
             self.event(acc, OTHER, choice, None)
 
     def take_envelope(self, obj: dict, admitted: list[bool], size: int) -> None:

@@ -36,7 +36,7 @@ class ResponsesTurn:
     done: the output_item.done events, in order.
     """
 
-    __slots__ = ("lifecycle", "final", "added", "parts", "done")
+    __slots__ = ("lifecycle", "final", "added", "parts", "done", "bare")
 
     def __init__(self) -> None:
         self.lifecycle: dict | bytes | None = None
@@ -44,12 +44,14 @@ class ResponsesTurn:
         self.added: list[list] = []
         self.parts: list[list] = []
         self.done: list[dict | bytes] = []
+        self.bare: set[int] = set()  # the calls (slots) an added item is kept of, past the budget too
 
     def __getstate__(self) -> tuple:
         return (self.lifecycle, self.final, self.added, self.parts, self.done)
 
     def __setstate__(self, state: tuple) -> None:
         self.lifecycle, self.final, self.added, self.parts, self.done = state
+        self.bare = set()  # (the stream is over: no item comes to ask it)
 
     def end(self, event: dict | bytes, has_output: bool) -> None:
         """Keep the end event; when its response carries the output, it is the turn: nothing else is kept."""
@@ -71,8 +73,10 @@ class ResponsesTurn:
         """
         if acc.keep_own(event):
             self.added.append([event, slot])
-        elif slot is not None:
+        elif slot is not None and slot not in self.bare:
             self.added.append([_bare(event), slot])
+        if slot is not None:
+            self.bare.add(slot)  # (once per call: an item added again past the budget is not kept)
 
     def item_done(self, acc: Any, event: dict | bytes) -> None:
         """Keep an output item's done event, within Limits.stream_bytes (past it, the item reads as streamed)."""
