@@ -283,9 +283,16 @@ CASES = {
 }
 
 
-def _body(case: str, repeats: int) -> tuple[str, bytes]:
-    fmt, head, own, tail = CASES[case]
+def _body(case: str, repeats: int, cases: dict | None = None) -> tuple[str, bytes]:
+    fmt, head, own, tail = (CASES if cases is None else cases)[case]
     return fmt, head + b"".join(own(k) for k in range(repeats)) + tail
+
+
+def _free_and_held(both, case: str, repeats: int, limits: Limits, cases: dict | None = None) -> tuple[list, list]:
+    """Return a case's stream read by both twins with no limits given, and under limits."""
+    fmt, body = _body(case, repeats, cases)
+    return ([impl.reassemble(body, format=fmt) for impl in both],
+            [impl.reassemble(body, format=fmt, limits=limits) for impl in both])
 
 
 def _own_limit_errors(result) -> list[str]:
@@ -294,9 +301,7 @@ def _own_limit_errors(result) -> list[str]:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_turns_own_fields_stay_within_the_stream_budget(both, case):
-    fmt, body = _body(case, REPEATS)
-    free = [impl.reassemble(body, format=fmt) for impl in both]
-    held = [impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=BUDGET)) for impl in both]
+    free, held = _free_and_held(both, case, REPEATS, Limits(stream_bytes=BUDGET))
     # unlimited, the field grows with the stream (so this test can fail); within the budget, it does not
     assert len(pickle.dumps(free[0]._turn)) > 4 * BUDGET
     for result in held:
@@ -532,12 +537,34 @@ _CONTENT = {"anthropic-text-blocks": lambda r: r["content"],
 def test_past_the_budget_the_turn_lists_its_blocks_as_far_as_it_went(both, case):
     # A limit cuts, never alters: the blocks listed are the first ones, each whole, and the text
     # after the cut is in no block (not added to the last one listed).
+    for free, held in zip(*_free_and_held(both, case, REPEATS, Limits(stream_bytes=BUDGET))):
+        _assert_the_first_blocks(_CONTENT[case](free.to_response()), _CONTENT[case](held.to_response()))
+
+
+def _assert_the_first_blocks(free: list, held: list) -> None:
+    assert 10 < len(held) < len(free) // 2
+    assert held == free[:len(held)]
+
+
+@pytest.mark.parametrize("case", ["anthropic-text-blocks", "gemini-text-switches"])
+def test_every_entry_point_lists_the_blocks_as_far_as_the_budget_went(tmp_path, both, case):
+    # reassemble_many and the CLI (--emit turns) and the gateway's Tee run the same limits.
     fmt, body = _body(case, REPEATS)
+    path = tmp_path / "a.sse"
+    path.write_bytes(body)
+    free = _CONTENT[case](both[0].reassemble(body, format=fmt).to_response())
+    (many,) = callstitch.reassemble_many(str(tmp_path), emit="turns", limits=Limits(stream_bytes=BUDGET))
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--emit", "turns",
+                          "--max-stream-bytes", str(BUDGET), "-j", "1", "--quiet"],
+                         capture_output=True, text=True, timeout=120)
+    responses = [many["response"], json.loads(out.stdout)["response"]]
     for impl in both:
-        free = _CONTENT[case](impl.reassemble(body, format=fmt).to_response())
-        held = _CONTENT[case](impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=BUDGET)).to_response())
-        assert 10 < len(held) < len(free) // 2
-        assert held == free[:len(held)]
+        tap = Tee([body], fmt, lambda call: None,
+                  accumulator=impl.Accumulator(format=fmt, limits=Limits(stream_bytes=BUDGET)))
+        assert b"".join(tap) == body
+        responses.append(tap.result.to_response())
+    for response in responses:
+        _assert_the_first_blocks(free, _CONTENT[case](response))
 
 
 # Calls with fields of their own (no arguments, so that the calls take nothing from the budget).
@@ -550,10 +577,7 @@ CALL_CASES = {"gemini-call-extras": ("gemini", _GEMINI_HEAD, _gemini_call_extras
 def test_the_calls_own_fields_stay_within_the_stream_budget(both, case):
     # Each call's fields besides id, name and arguments are the turn's own: past the budget the
     # call is still listed (it is in the result), without them.
-    fmt, head, own, tail = CALL_CASES[case]
-    body = head + b"".join(own(k) for k in range(3000)) + tail
-    free = [impl.reassemble(body, format=fmt) for impl in both]
-    held = [impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=BUDGET)) for impl in both]
+    free, held = _free_and_held(both, case, 3000, Limits(stream_bytes=BUDGET), CALL_CASES)
     # the turn keeps a call's identity (a Responses item's type, id, call_id, name, status: about
     # 100 bytes pickled), never its own fields past the budget (the note: 306 bytes more per call)
     bound = 3 * BUDGET + 100 * 3001
@@ -590,10 +614,7 @@ DROPPED_CASES = {**CALL_CASES,
 @pytest.mark.parametrize("case", sorted(DROPPED_CASES))
 def test_calls_the_calls_limit_drops_leave_nothing_in_the_turn(both, case):
     # Before, a stream of calls past Limits.calls grew the turn by each call's note, or its fields.
-    fmt, head, call, tail = DROPPED_CASES[case]
-    body = head + b"".join(call(k) for k in range(3000)) + tail
-    free = [impl.reassemble(body, format=fmt) for impl in both]
-    held = [impl.reassemble(body, format=fmt, limits=Limits(calls=10)) for impl in both]
+    free, held = _free_and_held(both, case, 3000, Limits(calls=10), DROPPED_CASES)
     assert len(pickle.dumps(free[0]._turn)) > 500_000
     for result in held:
         assert len(result.tool_calls) == 10

@@ -481,7 +481,7 @@ cdef int _gemini_log(Accumulator acc, int kind, object choice, object a, object 
     if uncounted[0] >= 0:  # (what _dispatch.handle_event notes of every event it is given, when it is needed)
         acc._state.event_size = uncounted[0]
         uncounted[0] = -1
-    if (kind == _G_RUN or a is not None) and (turn.cut is not None or not acc.keep_own(None)):
+    if (kind == _G_RUN or a is not None) and (turn.cut or not acc.keep_own(None)):
         turn.refuse(acc, kind, choice)  # past the turn's budget, as GeminiTurn.event does (_counted)
         _gemini_logged(acc)
         return 0

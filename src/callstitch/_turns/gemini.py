@@ -93,8 +93,8 @@ class GeminiTurn:
     no matter, and the limit is reported at the stream's end (settle).
 
     The part entries but OTHER (whose caller counts the part) are the turn's own fields too, under
-    Limits.stream_bytes (Sink.keep_own: the chunk's bytes, once); cut: None until one does not fit,
-    then the choices whose open run that ended (refuse).
+    Limits.stream_bytes (Sink.keep_own: the chunk's bytes, once); cut: whether one did not fit
+    (refuse: from then on none is logged but a bare call and gaps).
     """
 
     __slots__ = ("log", "envelope", "folded", "pending", "pending_bytes", "open_run", "clean", "budget", "spent",
@@ -113,7 +113,7 @@ class GeminiTurn:
         self.full = False
         self.last: Any = None  # the _key of the last envelope folded
         self.last_value: Any = None  # and that envelope
-        self.cut: set | None = None
+        self.cut = False
         self.gapped: set = set()  # the choices whose latest part entry is a gap (gap logs one once)
 
     def event(self, acc: Any, kind: int, choice: int, a: Any = None, b: Any = None) -> None:
@@ -123,7 +123,7 @@ class GeminiTurn:
         if kind == CALL and not acc.calls_left():
             self.gap(acc, choice)  # a call Limits.calls drops: the run before it ends there, as it would
             return
-        if _counted(kind, a, b) and (self.cut is not None or not acc.keep_own((a, b))):
+        if _counted(kind, a, b) and (self.cut or not acc.keep_own((a, b))):
             self.refuse(acc, kind, choice)
             return
         self._log(acc, kind, choice, a, b)
@@ -131,17 +131,15 @@ class GeminiTurn:
     def refuse(self, acc: Any, kind: int, choice: int) -> None:
         """Keep what the turn may of a part's event past its budget: a call bare (it is in the result), no other.
 
-        The first refusal in a choice ends its open run there (a gap): a new run, a signature, a
+        A refusal ends the choice's open run there (a gap, once: gapped): a new run, a signature, a
         call's extras are entries more, and the text that follows is in no part, so the parts
         listed are the first ones, as they came.
         """
-        if self.cut is None:
-            self.cut = set()
+        self.cut = True
         if kind == CALL:
             self._log(acc, CALL, choice, None, None)
-        elif choice not in self.cut:
-            self.cut.add(choice)
-            self._log(acc, OTHER, choice, None, None)
+        else:
+            self.gap(acc, choice)
 
     def _log(self, acc: Any, kind: int, choice: int, a: Any, b: Any) -> None:
         self.log.append((kind, choice, acc.text_length(choice, 0), acc.text_length(choice, 1), a, b))
