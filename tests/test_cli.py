@@ -82,11 +82,13 @@ def test_bad_arguments_make_status_1(tmp_path):
     assert "arguments truncated" in proc.stderr.decode()
 
 
-@pytest.mark.parametrize("args", [["--format", "nope"], ["-j", "x"], ["--output-format", "csv"], []])
+@pytest.mark.parametrize("args", [["--format", "nope"], ["-j", "x"], ["--output-format", "csv"], [],
+                                  ["--max-call-bytes", "99999999999G"], ["--max-event-bytes", str(2**62 + 1)]])
 def test_usage_errors_exit_2(args):
     proc = run(*args, PARALLEL) if args else subprocess.run(
         [sys.executable, "-m", "callstitch"], capture_output=True, timeout=60)
     assert proc.returncode == 2
+    assert b"Traceback" not in proc.stderr
 
 
 def test_jobs_give_the_same_output(tmp_path):

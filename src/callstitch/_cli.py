@@ -13,7 +13,7 @@ from ._accumulator import IMPLEMENTATION
 from ._batch.run import CONTAINERS, Batch
 from ._batch.turns import EMITS
 from ._formats import registry
-from ._limits import Limits
+from ._limits import UNLIMITED, Limits
 from ._batch.progress import Progress
 
 _DESCRIPTION = """\
@@ -364,6 +364,8 @@ def _amount(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 64M, 1G)") from None
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 (no limit) or more")
+    if value > UNLIMITED:
+        raise argparse.ArgumentTypeError(f"{text!r} is over 2**62 bytes: give 0 for no limit")
     return value
 
 
