@@ -58,6 +58,26 @@ def assert_refused(verdict: Verdict, kind: str = "not checked") -> None:
 
 # -- check() always returns a Verdict -------------------------------------------------------------
 
+def test_every_refusal_of_a_long_named_tool_keeps_its_retry_message_short(impl):
+    # Before: the custom-tool refusals ("wrong kind", no input) wrote the names whole: 2,163 characters.
+    custom, function = "c" * 1000, "f" * 1000
+    tools = Toolset([{"type": "custom", "custom": {"name": custom}},
+                     {"type": "function", "function": {"name": function, "parameters": {
+                         "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}])
+    calls = [  # (kind, name, what it sends): each refused
+        ("function", custom, '{}'), ("function", function, '{"a": "x"}'), ("custom", function, "x"),
+        ("custom", "n" * 1000, "x")]
+    events = []
+    for index, (kind, name, sent) in enumerate(calls):
+        body = {"name": name, "arguments": sent} if kind == "function" else {"name": name, "input": sent}
+        events.append(chunk([{"index": 0, "delta": {"tool_calls": [
+            {"index": index, "id": f"call_{index}", "type": kind, kind: body}]}}]))
+    verdicts = tools.check_all(impl.reassemble(b"".join(events) + chunk([finish("tool_calls")]) + DONE))
+    assert {p.kind for v in verdicts for p in v.problems} == {"type", "unknown tool", "wrong kind"}
+    for verdict in verdicts:
+        assert_refused(verdict, verdict.problems[0].kind)
+
+
 def test_a_recursive_schema_with_a_default_is_filled_at_every_level(impl):
     tools = Toolset({"tree": NODE})
     verdict = tools.check(reassembled(impl, "tree", chain(100)))

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from .problems import Problem, _quote as _quote_name
 
-__all__ = ["retry_message", "MAX_CHARS", "MAX_PROBLEMS"]
+__all__ = ["retry_message", "custom_retry_message", "MAX_CHARS", "MAX_PROBLEMS"]
 
 # The model reads this in its context: enough to fix the call, short enough not to crowd it out.
 MAX_CHARS = 600
@@ -78,3 +78,8 @@ def retry_message(name: str | None, problems: Sequence[Problem], schema: dict | 
         lines.append(f"- and {over}{rest} more problem{'s' if rest != 1 or cut else ''}")
     lines.append(tail)
     return _clip("\n".join(lines), MAX_CHARS)
+
+
+def custom_retry_message(name: str | None, problem: Problem, advice: str) -> str:
+    """Return the text for a call where a custom tool is involved: its one problem, and how to call it again."""
+    return _clip(f"Error: the call to {_quote(name)} was not run: {problem.message}. Call it again {advice}.", MAX_CHARS)

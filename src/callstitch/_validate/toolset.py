@@ -7,9 +7,9 @@ import reprlib
 from typing import Any, Iterable
 
 from .defaults import DefaultsPlan, TooDeep, fill_defaults, plan_defaults
-from .problems import Problem, _quote as _quote_name, bad_arguments, not_checked, schema_problems, unknown_tool
+from .problems import Problem, bad_arguments, not_checked, schema_problems, unknown_tool
 from .._results import Result, ToolCall
-from .retry import retry_message
+from .retry import _quote, custom_retry_message, retry_message
 from .shapes import ToolDef, read_tools
 
 __all__ = ["Toolset", "Verdict", "Problem"]
@@ -71,10 +71,6 @@ class _Tool:
         self.custom = custom  # an OpenAI custom tool: its calls carry free-form text, not JSON arguments
 
 
-def _quote(name: str | None) -> str:
-    return _quote_name(name) if name is not None else "(no name)"  # a lone surrogate too
-
-
 def _check_custom(call: ToolCall, tool: _Tool) -> Verdict:
     """Return the verdict on a call where a custom (free-form) tool or call is involved.
 
@@ -97,8 +93,7 @@ def _check_custom(call: ToolCall, tool: _Tool) -> Verdict:
     else:
         problem = Problem("$", "missing", "the call has no input text")
         advice = "with its input"
-    message = f"Error: the call to {_quote(call.name)} was not run: {problem.message}. Call it again {advice}."
-    return Verdict(call, False, call.arguments, (problem,), message)
+    return Verdict(call, False, call.arguments, (problem,), custom_retry_message(call.name, problem, advice))
 
 
 def _accepts_any_object(schema: dict | None) -> bool:
