@@ -18,6 +18,7 @@ import atheris
 with atheris.instrument_imports(include=["callstitch"]):
     from callstitch import Toolset, ToolCall, Verdict
     from callstitch import _accumulator_c, _accumulator_py
+    from callstitch._validate.retry import MAX_CHARS
 
 # A recursive tree of nodes with a default at each level, the shape a fill follows deepest.
 NODE = {"$defs": {"node": {"type": "object", "properties": {"label": {"type": "string", "default": "?"},
@@ -39,11 +40,12 @@ def nest(value, depth, key):
     return value
 
 
-def toolsets(schema):
-    """Yield a Toolset for each way of offering the schema that Toolset accepts."""
-    for tools in ({"f": schema}, [{"type": "function", "function": {"name": "f", "parameters": schema}}],
-                  [{"functionDeclarations": [{"name": "f", "parameters": schema}]}],
-                  {"f": {"allOf": [NODE, schema]} if isinstance(schema, dict) else NODE}):
+def toolsets(schema, name):
+    """Yield a Toolset for each way of offering the schema under name that Toolset accepts (and as a custom tool)."""
+    for tools in ({name: schema}, [{"type": "function", "function": {"name": name, "parameters": schema}}],
+                  [{"functionDeclarations": [{"name": name, "parameters": schema}]}],
+                  {name: {"allOf": [NODE, schema]} if isinstance(schema, dict) else NODE},
+                  [{"type": "custom", "custom": {"name": name}}]):
         try:
             yield Toolset(tools)
         except ValueError:
@@ -56,13 +58,15 @@ def verdict_of(toolset, call):
         raise AssertionError(f"check() returned {type(verdict).__name__}")
     if verdict.ok != (not verdict.problems) or (verdict.retry_message is None) != verdict.ok:
         raise AssertionError(f"an inconsistent verdict: {verdict!r}")
+    if verdict.retry_message is not None and len(verdict.retry_message) > MAX_CHARS:
+        raise AssertionError(f"a retry message of {len(verdict.retry_message)} characters")
     repr(verdict)
     return verdict.ok, [(p.path, p.kind, p.message) for p in verdict.problems], verdict.retry_message
 
 
-def reassembled(implementation, text):
+def reassembled(implementation, text, name):
     body = ("data: " + json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": text}}]}}]})
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": text}}]}}]})
             + "\n\ndata: [DONE]\n\n").encode("utf-8", "surrogatepass")
     acc = implementation.Accumulator(format="openai-chat")
     acc.feed(body)
@@ -75,14 +79,17 @@ def test_one_input(data):
     schema_depth = fdp.ConsumeIntInRange(0, 300)
     arguments_depth = fdp.ConsumeIntInRange(0, 1500)
     key = ["child", "a", "label"][fdp.ConsumeIntInRange(0, 2)]
+    name = "f" * fdp.ConsumeIntInRange(1, 1200)  # long names too: every message about a call quotes it
     schema = nest(parse(fdp.ConsumeUnicode(fdp.ConsumeIntInRange(0, 4096))), schema_depth, "properties")
     text = fdp.ConsumeUnicode(fdp.remaining_bytes())
     arguments = nest(parse(text), arguments_depth, key)
-    direct = ToolCall("call_1", "f", 0, 0, arguments, text)
+    direct = ToolCall("call_1", name, 0, 0, arguments, text)
+    custom = ToolCall("call_2", name, 0, 1, text, text, kind="custom")
     deep_text = '{"%s":' % key * arguments_depth + text + "}" * arguments_depth
-    calls = [reassembled(_accumulator_c, deep_text), reassembled(_accumulator_py, deep_text)]
-    for toolset in toolsets(schema):
+    calls = [reassembled(_accumulator_c, deep_text, name), reassembled(_accumulator_py, deep_text, name)]
+    for toolset in toolsets(schema, name):
         verdict_of(toolset, direct)
+        verdict_of(toolset, custom)
         if calls[0] is None or calls[1] is None:
             if calls[0] is not calls[1]:
                 raise AssertionError(f"one twin made a call of the text, the other none: {calls!r}")

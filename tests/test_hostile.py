@@ -1,6 +1,7 @@
 """Hostile and broken input: no crash, no hang, a clear error where the input is bad, twins equal."""
 
 import gc
+import json
 import os
 import random
 import threading
@@ -267,3 +268,37 @@ def test_deferred_arguments_made_by_hand_raise_rather_than_crash():
 
     with pytest.raises(TypeError, match="no arguments text"):
         _SentArguments().compact()
+
+
+def _chunk_objects(body: bytes) -> list:
+    """Return the JSON objects of an SSE body's data lines, or of an NDJSON body's lines."""
+    lines = [line[5:].strip() if line.startswith(b"data:") else line.strip() for line in body.splitlines()]
+    return [json.loads(line) for line in lines if line.startswith(b"{")]
+
+
+NOT_CHUNKS = [None, 7, 1.5, True, [{"choices": []}]]
+
+
+@pytest.mark.parametrize("variant", ["openai-chat", "openai-responses", "anthropic", "gemini", "cohere", "ollama"])
+def test_json_values_that_are_no_chunk_are_reported_and_the_chunks_around_them_go_on(both, variant):
+    # A logged list of chunks may hold a null or a number: before, feed_chunk raised TypeError on
+    # them, and the batch layer and Spark then dropped every call of the body.
+    if variant == "openai-chat":
+        body = (chunk([tool_delta(0, id="call_1", name="f", arguments='{"a": ')]) + chunk([tool_delta(0, arguments="1}")])
+                + chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]))
+    else:
+        body = build(variant, CALLS)
+    objects = _chunk_objects(body)
+    results = []
+    for impl in both:
+        acc = impl.Accumulator(format=variant)
+        for n, obj in enumerate(objects):  # one after each of the first chunks
+            acc.feed_chunk(obj)
+            if n < len(NOT_CHUNKS):
+                acc.feed_chunk(NOT_CHUNKS[n])
+        result = acc.finalize()
+        assert result.tool_calls == impl.reassemble(body, format=variant).tool_calls and result.tool_calls
+        assert [e.kind for e in result.errors] == ["unexpected shape"] * min(len(objects), len(NOT_CHUNKS))
+        results.append(result)
+    assert results[0] == results[1]
+    assert [str(e) for e in results[0].errors] == [str(e) for e in results[1].errors]

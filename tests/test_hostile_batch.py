@@ -19,6 +19,7 @@ import itertools
 import lzma
 import os
 import random
+import subprocess
 import sys
 
 import orjson
@@ -450,3 +451,26 @@ def test_a_done_event_with_a_later_data_line_is_no_cut_in_a_stream_with_an_in_ba
     path = write(workdir, "done-data-error.sse", body)
     records, _ = run([path], format="openai-chat")
     assert [(r["stream"], r["id"]) for r in records] == [(0, "call_a"), (0, "call_b"), (1, "call_c")]
+
+
+def test_a_logged_chunk_list_holding_values_that_are_no_chunk_keeps_its_calls(impl, workdir):
+    # Found by a review of the README's promises: a null or a number in a logged list of chunks
+    # made feed_chunk raise, and the batch layer dropped every call of that body (so did Spark).
+    body = BODIES["openai-chat"][0]
+    chunks = [orjson.loads(line[6:]) for line in body.split(b"\n\n") if line.startswith(b"data: {")]
+    lines = [{"body": chunks}, {"body": [chunks[0], None, *chunks[1:]]}, {"body": [chunks[0], 7, *chunks[1:], [1]]}]
+    path = write(workdir, "chunks.jsonl", b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    calls = [c.to_dict() for c in impl.reassemble(body).tool_calls]
+    assert calls
+    want = [{"stream": n, **call} for n in range(3) for call in calls]
+    with twin_accumulator(impl):
+        records, problems = run([path], field="body")
+    assert records == want
+    assert sorted(p[2] for p in problems) == [1, 2, 2]  # each value that is no chunk, on its line
+    env = dict(os.environ, CALLSTITCH_NO_EXTENSIONS="1") if impl.name == "py" else None
+    proc = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", path, "--field", "body"],
+                          capture_output=True, timeout=120, env=env)
+    assert proc.returncode == 1  # the input had errors; every call came through all the same
+    assert [{k: v for k, v in orjson.loads(line).items() if k != "source"}
+            for line in proc.stdout.splitlines()] == want
+    assert b"errors: 3 unexpected shape" in proc.stderr

@@ -93,6 +93,25 @@ def test_chunks_that_are_not_utf8_do_not_fail_the_job(spark):
     assert [len(t["errors"]) for t in turns] == [0, 1, 0] and all(t["response"] for t in turns)
 
 
+def test_a_null_chunk_in_a_list_keeps_the_calls_around_it(spark):
+    # Found by a review of the README's promises: a null element of an array<string> chunk column,
+    # or a null struct in an array<struct> one, made feed_chunk raise: the row lost every call.
+    good = [line[6:] for line in _chat(call_id="ok").splitlines() if line.startswith("data: {")]
+    finish = json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    df = spark.createDataFrame([(0, good + [finish]), (1, good + [None, finish]), (2, [None] + good + ["5", finish])],
+                               "k long, chunks array<string>")
+    rows = _rows(df, body_col="chunks")
+    assert [(r["k"], r["id"], orjson.loads(r["arguments"])) for r in rows] == [(k, "ok", {"a": 1}) for k in range(3)]
+    assert [len(r["stream_errors"]) for r in rows] == [0, 1, 2]
+    assert all(e.startswith("unexpected shape") for r in rows for e in r["stream_errors"])
+    structs = spark.sql("""select 0 as k, array(named_struct('choices', array(named_struct('index', 0, 'delta',
+        named_struct('tool_calls', array(named_struct('index', 0, 'id', 'ok', 'function',
+        named_struct('name', 'f', 'arguments', '{}'))))))), null) as chunks""")
+    (row,) = _rows(structs, body_col="chunks")
+    assert (row["id"], row["name"], row["arguments"]) == ("ok", "f", "{}")
+    assert [e.split(":")[0] for e in row["stream_errors"]] == ["unexpected shape"]
+
+
 def test_kept_columns_that_clash_but_for_case_are_refused(spark):
     # Spark resolves names regardless of case by default: a kept "ID" beside the output "id"
     # made calls.select("id") ambiguous and calls.write.parquet() refuse the duplicate.

@@ -150,13 +150,18 @@ def handle_parsed(acc: Sink, state: StreamState, event: str | None, obj: Any, of
     ADAPTERS[state.format].handle(acc, state, event, obj, offset)
 
 
+_JSON_VALUES = frozenset((bool, int, float, list))
+
+
 def handle_object(acc: Sink, state: StreamState, obj: Any) -> None:
     """Handle one chunk given as an object: a dict, an SDK model, or its JSON text."""
     if isinstance(obj, (bytes, bytearray, memoryview, str)):
         data = obj.encode("utf-8") if isinstance(obj, str) else bytes(obj)
         handle_event(acc, state, None, data, None)
         return
-    if type(obj) is not dict:
+    if type(obj) is not dict and not (obj is None or type(obj) in _JSON_VALUES):
+        # (A JSON value that is no object, as a parsed list of chunks may hold, is handled as
+        # its text would be: each format reports it as a chunk of the wrong shape.)
         original = obj
         dump = getattr(obj, "model_dump", None)
         if dump is not None:
