@@ -52,7 +52,10 @@ def test_stream_bytes_budget(impl):
     kept = [c for c in result.tool_calls if c.arguments is not None]
     assert 0 < len(kept) < 10
     error, = limit_errors(result)
-    assert "stream_bytes" in str(error)
+    first = result.tool_calls[len(kept)]  # the first call cut: the error names it
+    assert str(error).startswith(f"limit: Limits.stream_bytes (400) exceeded, first by tool call '{first.id}' ('f');")
+    text = impl.reassemble(chunk([{"index": 1, "delta": {"content": "x" * 500}}]), limits=Limits(stream_bytes=400))
+    assert "exceeded, first by the text of choice 1;" in str(limit_errors(text)[0])
 
 
 def test_calls_limit_with_100000_distinct_indices(impl):
@@ -63,7 +66,7 @@ def test_calls_limit_with_100000_distinct_indices(impl):
     tracemalloc.stop()
     assert len(result.tool_calls) == 4096
     assert [e.detail for e in limit_errors(result)] == [
-        "Limits.calls (4096) exceeded; fragments of further tool calls are dropped"]
+        "Limits.calls (4096) exceeded, first by tool call 'c4096' ('f'); it and further tool calls are dropped"]
     assert peak < 60 << 20
 
 

@@ -67,8 +67,8 @@ def test_nothing_of_a_choice_past_the_limit_is_kept(impl, fmt):
     assert sorted({call.choice for call in result.tool_calls}) == list(range(LIMIT))
     assert _listed(fmt, result.to_response()) == list(range(LIMIT))
     assert [e.detail for e in result.errors] == [
-        f"Limits.choices ({LIMIT}) exceeded; further choices are dropped: their text, calls, finish reason "
-        "and other fields"]
+        f"Limits.choices ({LIMIT}) exceeded, first by choice {LIMIT}; it and further choices are dropped: their text, "
+        "calls, finish reason and other fields"]
     with pytest.raises(IndexError):
         result.to_message(choice=LIMIT)
 

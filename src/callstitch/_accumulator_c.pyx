@@ -18,7 +18,7 @@ from libc.string cimport memchr, memcmp, memcpy, memmove, memset, strlen
 from ._formats import dispatch as _dispatch
 from ._formats import registry as _registry
 from ._wire import framing as _framing
-from ._limits import CUT_CALL_BYTES, CUT_STREAM_BYTES, as_numbers, event_dropped, line_dropped
+from ._limits import CUT_CALL_BYTES, CUT_STREAM_BYTES, as_numbers, event_dropped, line_dropped, text_named
 from ._results import ToolCall
 from ._state import STRAY_KEPT, RawJSON, StreamState, finalized
 from ._formats import anthropic as _anthropic
@@ -1281,7 +1281,7 @@ Reassemble the tool calls of one streamed response.
         if self._stream_over(PyByteArray_GET_SIZE(t.buf) - size):
             PyByteArray_Resize(t.buf, size)
             t.cut = True
-            self._budget_spent()
+            self._budget_spent(text_named(number, which))
             return 0
         self._kept += PyByteArray_GET_SIZE(t.buf) - size
         return 0

@@ -115,10 +115,11 @@ def call_cut(state: Any, limit: int, call_id: Any, name: Any) -> None:
                          f"the rest of its arguments is dropped", None)
 
 
-def stream_full(state: Any, limit: int) -> None:
-    """Record that the stream's byte budget ran out."""
-    state.error("limit", f"{describe('stream_bytes', limit)} exceeded; each call or text that reached it is cut "
-                         f"there (a call reads as truncated), and only what still fits is kept after it", None)
+def stream_full(state: Any, limit: int, first: str) -> None:
+    """Record that the stream's byte budget ran out, first reached by first (call_named, text_named)."""
+    state.error("limit", f"{describe('stream_bytes', limit)} exceeded, first by {first}; each call or text that "
+                         f"reached it is cut there (a call reads as truncated), and only what still fits is kept "
+                         f"after it", None)
 
 
 def own_full(state: Any, limit: int, offset: int | None) -> None:
@@ -135,8 +136,21 @@ def envelopes_full(state: Any, limit: int) -> None:
                          "last of them within it left them", None)
 
 
-def too_many(state: Any, name: str, limit: int) -> None:
-    """Record that a stream had more calls or choices than allowed."""
-    what = "fragments of further tool calls are dropped" if name == "calls" else (
-        "further choices are dropped: their text, calls, finish reason and other fields")
-    state.error("limit", f"{describe(name, limit)} exceeded; {what}", None)
+def too_many(state: Any, name: str, limit: int, first: str) -> None:
+    """Record that a stream had more calls or choices than allowed; first: the first one dropped."""
+    what = "it and further tool calls are dropped" if name == "calls" else (
+        "it and further choices are dropped: their text, calls, finish reason and other fields")
+    state.error("limit", f"{describe(name, limit)} exceeded, first by {first}; {what}", None)
+
+
+def call_named(call_id: Any, name: Any) -> str:
+    """Name a call in a limit's error: its id and name as far as they came."""
+    return f"tool call {call_id!r} ({name!r})"
+
+
+_TEXTS = ("text", "reasoning", "refusal")
+
+
+def text_named(choice: Any, which: int) -> str:
+    """Name a choice's text (which: 0 content, 1 reasoning, 2 refusal) in a limit's error."""
+    return f"the {_TEXTS[which]} of choice {choice!r}"

@@ -80,7 +80,7 @@ cdef class SlotBook:
     @cython.locals(slot=Slot)
     cdef Slot _find_slot(self, ChoiceState cs, object choice, object index, object call_id, object name, bint whole)
     @cython.locals(slot=Slot)
-    cdef Slot _new_slot(self, ChoiceState cs, object choice, object name)
+    cdef Slot _new_slot(self, ChoiceState cs, object choice, object call_id, object name)
 
     @cython.locals(n=Py_ssize_t, buf=bytearray, size=Py_ssize_t, grow=Py_ssize_t, cumulative=list,
                    continues=bint, prefix=bytes)
@@ -89,7 +89,7 @@ cdef class SlotBook:
     cdef bint _extend(self, Slot slot, bytes data) except -1
     cdef bint _stream_over(self, Py_ssize_t grow) except -1
     cdef _cut(self, Slot slot, int limit)
-    cdef _budget_spent(self)
+    cdef _budget_spent(self, str first)
     cdef bint _choice_fits(self, object choice) except -1
     cpdef bint admit_choice(self, object choice) except -1
     cpdef choice_finished(self, object choice, object reason)
@@ -99,7 +99,7 @@ cdef class SlotBook:
     cpdef bint keep_own(self, object kept) except -1
     @cython.locals(cs=ChoiceState, slot=Slot)
     cpdef object call_at(self, object choice, object index)
-    cdef _cap(self, str name)
+    cdef _cap(self, str name, str first)
     @cython.locals(slot=Slot, t=Text)
     cpdef cut_open(self)
 

@@ -20,7 +20,8 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         one_choice_result, parses, raise_first_error)
 from ._formats.recognition import unrecognised
 from ._json_end import CutText, JsonEnd
-from ._limits import CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, call_cut, own_full, stream_full, too_many
+from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, call_cut, call_named, own_full, stream_full,
+                      text_named, too_many)
 from ._results import Result, ToolCall
 from ._state import StreamState, finalized
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate, json_size
@@ -352,7 +353,7 @@ class SlotBook:
         after arguments starts a new one. None when Limits.calls refuses the new one.
         """
         if whole:
-            slot = self._new_slot(cs, choice, name)
+            slot = self._new_slot(cs, choice, call_id, name)
             if slot is None:
                 return _refused(cs, None)
             return slot
@@ -360,31 +361,31 @@ class SlotBook:
             slot = cs.latest
             if slot is None or (call_id is not None and slot.id is not None and call_id != slot.id) or (
                     name is not None and slot.name is not None and name != slot.name and _had_arguments(slot)):
-                slot = self._new_slot(cs, choice, name)
+                slot = self._new_slot(cs, choice, call_id, name)
                 if slot is None:
                     return _refused(cs, None)
             slot.quirks |= Q_MISSING_INDEX
             return slot
         slot = cs.by_index.get(index)
         if slot is None:
-            slot = self._new_slot(cs, choice, name)
+            slot = self._new_slot(cs, choice, call_id, name)
             if slot is None:
                 return _refused(cs, None)
             cs.by_index[index] = slot
             return slot
         if (call_id is not None and slot.id is not None and call_id != slot.id and (name is not None or _complete(slot))) or (
                 name is not None and slot.name is not None and name != slot.name and _had_arguments(slot)):
-            slot = self._new_slot(cs, choice, name)
+            slot = self._new_slot(cs, choice, call_id, name)
             if slot is None:
                 return _refused(cs, index)
             cs.by_index[index] = slot
             slot.quirks |= Q_NEW_CALL_SAME_INDEX
         return slot
 
-    def _new_slot(self, cs: ChoiceState, choice: Any, name: Any) -> Slot | None:
+    def _new_slot(self, cs: ChoiceState, choice: Any, call_id: Any, name: Any) -> Slot | None:
         """Start a call in a choice, unless Limits.calls is reached (then None, and it is recorded)."""
         if len(self._slots) >= self._max_calls:
-            self._cap("calls")
+            self._cap("calls", call_named(call_id, name))
             return None
         slot = new_slot(choice, len(self._slots), cs.count)
         if self._dropped:
@@ -491,20 +492,20 @@ class SlotBook:
         if limit == CUT_CALL_BYTES:
             call_cut(self._state, self._max_call, slot.id, slot.name)
         else:
-            self._budget_spent()
+            self._budget_spent(call_named(slot.id, slot.name))
 
-    def _budget_spent(self) -> None:
-        """Record, once, that Limits.stream_bytes is reached."""
+    def _budget_spent(self, first: str) -> None:
+        """Record, once, that Limits.stream_bytes is reached (first: what reached it, named for the error)."""
         if not self._full:
             self._full = True
-            stream_full(self._state, self._max_stream)
+            stream_full(self._state, self._max_stream, first)
 
     def _choice_fits(self, choice: Any) -> bool:
         """Tell whether a choice new to the calls or the texts fits Limits.choices, both counted together."""
         if choice in self._choices or choice in self._texts:
             return True
         if self._nchoices >= self._max_choices:
-            self._cap("choices")
+            self._cap("choices", f"choice {choice!r}")
             return False
         self._nchoices += 1
         return True
@@ -544,7 +545,7 @@ class SlotBook:
         Over the limit, the limit is reported once and the caller keeps nothing more of that field.
         """
         if self._stream_over(size):
-            self._budget_spent()
+            self._budget_spent("a server tool's input")
             return False
         self._kept += size
         return True
@@ -590,13 +591,13 @@ class SlotBook:
             self._state.finish_reasons[choice] = reason
         self._state.complete = True
 
-    def _cap(self, name: str) -> None:
-        """Record, once, that a stream has more calls or choices than its limits allow."""
+    def _cap(self, name: str, first: str) -> None:
+        """Record, once, that a stream has more calls or choices than its limits allow (first: the first dropped)."""
         if self._capped is None:
             self._capped = set()
         if name not in self._capped:
             self._capped.add(name)
-            too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices)
+            too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices, first)
 
     def cut_open(self) -> None:
         """Cut every call still open and every text: the event just dropped may have held a piece of them."""
@@ -638,7 +639,7 @@ class SlotBook:
         if self._stream_over(len(data)):
             t.cut = True
             t.pending = 0  # a surrogate pending at the cut is cut with it
-            self._budget_spent()
+            self._budget_spent(text_named(choice, which))
             return
         self._kept += len(data)
         t.buf += data
