@@ -474,3 +474,21 @@ def test_a_logged_chunk_list_holding_values_that_are_no_chunk_keeps_its_calls(im
     assert [{k: v for k, v in orjson.loads(line).items() if k != "source"}
             for line in proc.stdout.splitlines()] == want
     assert b"errors: 3 unexpected shape" in proc.stderr
+
+
+def test_an_error_inside_a_logged_body_says_where_in_the_body(impl, workdir):
+    # Found by a review of the README's promises: a log line's body is JSON-escaped in the file, so
+    # no file offset points into it; its errors came with no position but the line's number.
+    body = BODIES["openai-chat"][0]
+    bad = body + b"data: {oops\n\n"
+    path = write(workdir, "bad-body.jsonl", orjson.dumps({"body": bad.decode()}) + b"\n")
+    where = f"(at byte {len(body)} of the logged body)"
+    with twin_accumulator(impl):
+        records, problems = run([path], field="body")
+    assert [(p[2], p[3], p[4]) for p in problems] == [(0, None, "malformed chunk")]
+    assert problems[0][5].endswith(where)
+    assert records == [{"stream": 0, **c.to_dict()} for c in impl.reassemble(body).tool_calls]
+    env = dict(os.environ, CALLSTITCH_NO_EXTENSIONS="1") if impl.name == "py" else None
+    proc = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", path, "--field", "body"],
+                          capture_output=True, timeout=120, env=env)
+    assert f"{path} (line 1): malformed chunk: ".encode() in proc.stderr and where.encode() in proc.stderr

@@ -50,13 +50,21 @@ class Collector:
             self.more += 1
 
     def result(self, stream: int, result: Any, offset: int | None, request: Any = None) -> None:
-        """Take one finished stream's Result (offset: where its bytes start in the source; request: its log's)."""
+        """Take one finished stream's Result (request: its log's).
+
+        offset: where its bytes start in the source; None for a body that is no run of the
+        source's bytes (a log line's, JSON-escaped there): its errors then say where in the body.
+        """
         self.streams += 1
         if not result.complete:
             self.incomplete += 1
         for err in result.errors:
-            at = None if err.offset is None or offset is None else offset + err.offset
-            self.problem(stream, at, err.kind, err.detail)
+            if err.offset is None:
+                self.problem(stream, None, err.kind, err.detail)
+            elif offset is None:
+                self.problem(stream, None, err.kind, f"{err.detail} (at byte {err.offset} of the logged body)")
+            else:
+                self.problem(stream, offset + err.offset, err.kind, err.detail)
         calls = result.tool_calls
         if self.emit != "calls":
             self._turn(stream, result, request)
