@@ -359,7 +359,11 @@ def test_feed_chunk_bad_json_text_is_reported_without_offset(impl):
 def test_feed_chunk_rejects_other_types(impl):
     acc = impl.Accumulator()
     with pytest.raises(TypeError):
-        acc.feed_chunk(42)
+        acc.feed_chunk(object())
+    with pytest.raises(TypeError):
+        acc.feed_chunk({1, 2})
+    acc.feed_chunk(42)  # a JSON value that is no chunk: reported, as its text "42" is
+    assert [e.kind for e in acc.finalize().errors] == ["unexpected shape"]
 
 
 def test_feed_chunk_sdk_object(impl):
