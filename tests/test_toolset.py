@@ -139,6 +139,25 @@ def test_gemini_openapi_parameters_are_normalised():
     assert {p.path: p.message for p in bad.problems}["$.days"] == 'expected an integer or null, got a string ("3")'
 
 
+@pytest.mark.parametrize("spelling", ["sdk", "rest", "sdk-object"])
+def test_gemini_references_and_int64_counts_are_read(spelling):
+    # Found by a hostile probe: google-genai's Schema spells a reference ref: "#/defs/Pet" with
+    # defs, which were left as keywords unknown to JSON Schema: {"pet": 123} passed as valid.
+    ref, defs = ("$ref", "$defs") if spelling == "rest" else ("ref", "defs")
+    parameters = {"type": "OBJECT", "required": ["pet"], "properties": {
+        "pet": {ref: f"#/{defs}/Pet"}, "pets": {"type": "ARRAY", "items": {ref: f"#/{defs}/Pet"}, "maxItems": "2"}},
+        defs: {"Pet": {"type": "OBJECT", "required": ["name"], "properties": {
+            "name": {"type": "STRING", "maxLength": "8"}, "kind": {"type": "STRING", "default": "cat"}}}}}
+    tool = {"functionDeclarations": [{"name": "adopt", "parameters": parameters}]}
+    if spelling == "sdk-object":
+        tool = pytest.importorskip("google.genai.types").Tool.model_validate(tool)
+    toolset = Toolset([tool])
+    good = toolset.check(call("adopt", {"pet": {"name": "Tom"}}))
+    assert good.ok and good.arguments == {"pet": {"name": "Tom", "kind": "cat"}}  # the default under the reference
+    bad = toolset.check(call("adopt", {"pet": 123, "pets": [{"name": "a"}, {"name": "b"}, {"name": "much too long"}]}))
+    assert sorted(kinds(bad)) == [("$.pet", "type"), ("$.pets", "maxItems"), ("$.pets[2].name", "maxLength")]
+
+
 def test_gemini_tools_object_alone_and_sdk_objects():
     class Model:  # what the SDKs' pydantic models look like to read_tools
         def __init__(self, data):

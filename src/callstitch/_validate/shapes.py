@@ -43,10 +43,15 @@ _OPENAPI_TYPES = {"STRING": "string", "NUMBER": "number", "INTEGER": "integer", 
 _ONE = ("items", "additionalProperties", "not")
 _MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
 _BY_NAME = ("properties", "patternProperties", "$defs", "definitions")
+# Counts Google's REST API writes as int64, that is as JSON strings ("2").
+_INT64 = ("maxItems", "minItems", "maxLength", "minLength", "maxProperties", "minProperties")
 
 
 def openapi_to_json_schema(schema: Any, _depth: int = 0) -> Any:
     """Return Gemini's OpenAPI-style schema as JSON Schema: lowercase types, `nullable` as a "null" type.
+
+    Also its references (ref and defs, "#/defs/…") as $ref and $defs, and its int64 counts sent as
+    strings ("maxItems": "2") as numbers.
 
     The input is left untouched; keys JSON Schema does not know (propertyOrdering, example) are
     kept, since validators ignore unknown keywords. Raise ValueError for a schema nested deeper
@@ -57,6 +62,17 @@ def openapi_to_json_schema(schema: Any, _depth: int = 0) -> Any:
     if _depth >= SCHEMA_DEPTH:
         raise ValueError(f"the parameters schema is nested deeper than {SCHEMA_DEPTH} levels")
     out = dict(schema)
+    # References: google-genai's Schema spells them ref and defs ("#/defs/Pet"), the REST API $ref and $defs.
+    if isinstance(out.get("ref"), str) and "$ref" not in out:
+        ref = out.pop("ref")
+        out["$ref"] = "#/$defs/" + ref[len("#/defs/"):] if ref.startswith("#/defs/") else ref
+    if isinstance(out.get("$ref"), str) and out["$ref"].startswith("#/defs/"):
+        out["$ref"] = "#/$defs/" + out["$ref"][len("#/defs/"):]
+    if isinstance(out.get("defs"), dict) and "$defs" not in out:
+        out["$defs"] = out.pop("defs")
+    for key in _INT64:
+        if isinstance(out.get(key), str) and out[key].isascii() and out[key].isdigit():
+            out[key] = int(out[key])
     kind = out.get("type")
     if isinstance(kind, str):
         if kind.upper() == "TYPE_UNSPECIFIED":
