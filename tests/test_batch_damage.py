@@ -282,6 +282,19 @@ def test_walking_takes_each_regular_file_once(tmp_path, how):
     assert sorted(r["id"] for r in got) == ["call_1", "call_2"]
 
 
+@pytest.mark.parametrize("pattern", ["**", "**/*", "*"])
+def test_a_glob_never_walks_a_link_to_a_directory_outside(tmp_path, pattern):
+    # Found by a hostile probe: 'top/**' matched the link top/ext itself, and the directory it
+    # matched was then walked: a file outside the tree was read.
+    (tmp_path / "top").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "top" / "own.sse").write_bytes(one_call_body(1))
+    (tmp_path / "outside" / "foreign.sse").write_bytes(one_call_body(2))
+    os.symlink(tmp_path / "outside", tmp_path / "top" / "ext")
+    sources = [s for s, p in callstitch._batch.sources.expand([str(tmp_path / "top" / pattern)]) if p is None]
+    assert sources == [str(tmp_path / "top" / "own.sse")]
+
+
 def test_dedupe_and_order_of_walked_files(tmp_path):
     root = _tree_with_traps(tmp_path)
     sources = [s for s, p in callstitch._batch.sources.expand([str(root), str(root / "day1" / "a.sse")]) if p is None]

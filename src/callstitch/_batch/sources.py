@@ -130,7 +130,8 @@ def expand(inputs: list[str]) -> Iterator[tuple[str, Problem | None]]:
                 yield item, Problem("input", "no file matches this pattern")
             for path in matches:
                 if os.path.isdir(path):
-                    yield from _walk(path, seen)
+                    if not os.path.islink(path):  # (a '**' lists a link to a directory, never followed)
+                        yield from _walk(path, seen)
                 elif _first_time(path, seen, named=False):
                     yield path, None
 
