@@ -332,6 +332,23 @@ def test_many_small_bad_events_keep_the_problems_bounded(workdir):
     assert batch.summary.errors["malformed chunk"] >= 1  # all counted (the accumulator may cap its own list)
 
 
+def test_a_corrupt_archive_is_reported_past_the_problem_cap(impl, workdir):
+    # Found by a hostile probe: a gzip file whose responses had 185 problems, then cut short, said
+    # "137 more problems not shown" and never that the archive was corrupt (with -q, nothing did).
+    one = b"".join(b"data: {oops %d\n\n" % i for i in range(3)) + BODIES["openai-chat"][0]
+    data = gzip.compress(one * 100)
+    path = write(workdir, "noisy.sse.gz", data[:-300])
+    with twin_accumulator(impl):
+        records, problems = run([path])
+    assert len(problems) == _batch.MAX_PROBLEMS + 2  # the cap, the corrupt archive, then how many more
+    assert problems[-2][4] == "corrupt archive" and problems[-1][4] == "more"
+    assert records  # what came before the damage
+    env = dict(os.environ, CALLSTITCH_NO_EXTENSIONS="1") if impl.name == "py" else None
+    proc = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", path, "-q"], capture_output=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 1 and b"corrupt archive" in proc.stderr
+
+
 def test_a_first_event_past_the_peek_still_lets_the_file_be_split(impl, workdir):
     # Found by test_every_container_gives_the_same_calls: the format of a file was detected on the
     # 4 KiB peeked at first only; a Gemini response whose first event is longer (a thoughtSignature)

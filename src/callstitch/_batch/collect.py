@@ -17,6 +17,11 @@ from .task import Outcome
 from .turns import chat_message_lines, turn_line
 
 
+SHRANK = "file shrank"  # a source that got shorter while it was read (worker.py)
+# The kinds of problem that say the rest of a source was not read (sources.py, reads.py, worker.py, pool.py).
+LOSSES = frozenset(("corrupt archive", "unreadable", SHRANK, "worker died", "internal error"))
+
+
 class Collector:
     """Gathers one task's records and counts."""
 
@@ -43,8 +48,13 @@ class Collector:
         self.hint: str | None = None  # where a log line's body seems to be, once a --field missed it
 
     def problem(self, stream: int | None, offset: int | None, kind: str, message: str) -> None:
+        """Count a problem; describe it too while the task has described fewer than MAX_PROBLEMS.
+
+        A problem of the source itself (LOSSES: the rest of it could not be read, or no stream was
+        in it) is always described, past the cap too: it says what was lost.
+        """
         self.errors[kind] += 1
-        if len(self.problems) < settings.MAX_PROBLEMS:
+        if len(self.problems) < settings.MAX_PROBLEMS or stream is None or kind in LOSSES:
             self.problems.append((stream, offset, kind, message))
         else:
             self.more += 1

@@ -13,14 +13,13 @@ import orjson
 from .._formats.dispatch import check_format
 from .._limits import Limits
 from .._records import read_records
-from .collect import shown
+from .collect import SHRANK, shown
 from .containers import CONTAINERS
 from .plan import Plan
 from .pool import outcomes
 from .sources import Sources, source_names
 from .task import Outcome
 from .turns import check_emit
-from .worker import SHRANK
 
 __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
 

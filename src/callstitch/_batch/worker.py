@@ -6,7 +6,7 @@ import io
 import os
 from typing import Any
 
-from .collect import Collector
+from .collect import SHRANK, Collector
 from .containers import container, refuse_log
 from .har import read_har
 from .jsonl import read_log
@@ -51,9 +51,6 @@ def run_task(task: Task) -> Outcome:
         except Exception:  # noqa: BLE001 - a failed close must not hide the outcome
             pass
     return out.outcome(task.size)
-
-
-SHRANK = "file shrank"
 
 
 def _check_shrunk(task: Task, raw: Any, out: Collector) -> None:
