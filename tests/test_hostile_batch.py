@@ -16,6 +16,7 @@ import contextlib
 import glob
 import gzip
 import itertools
+import json
 import lzma
 import os
 import random
@@ -509,3 +510,31 @@ def test_an_error_inside_a_logged_body_says_where_in_the_body(impl, workdir):
     proc = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", path, "--field", "body"],
                           capture_output=True, timeout=120, env=env)
     assert f"{path} (line 1): malformed chunk: ".encode() in proc.stderr and where.encode() in proc.stderr
+
+
+def test_a_lone_surrogate_escape_or_a_bom_keeps_a_log_or_a_har_file_readable(impl, workdir):
+    # Found by a hostile probe: a log line whose chunks hold a UTF-16 surrogate pair cut in two
+    # ("\ud83d" then "\ude00", valid JSON) was "not JSON", and a HAR file with one lone surrogate
+    # escape or a UTF-8 byte order mark was "not a HAR file": every call in them was lost.
+    chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                                  "function": {"name": "say", "arguments": '{"t": "\ud83d'}}]}}]},
+              {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '\ude00"}'}}]},
+                            "finish_reason": "tool_calls"}]}]
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    want = {"t": "\U0001f600"}
+    log = json.dumps({"chunks": chunks}).encode() + b"\n"
+    entry = {"response": {"content": {"mimeType": "text/event-stream", "text": body}}}
+    har = json.dumps({"log": {"version": "1.2", "entries": [entry]}}).encode()  # "\\ud83d" in the text: ASCII escapes
+    cases = [("sur.jsonl", log, {"field": "chunks"}), ("bom.jsonl", b"\xef\xbb\xbf" + log, {"field": "chunks"}),
+             ("sur.har", har, {}), ("bom.har", b"\xef\xbb\xbf" + har, {})]
+    for name, data, kw in cases:
+        path = write(workdir, name, data)
+        with twin_accumulator(impl):
+            records, problems = run([path], **kw)
+        assert [r["arguments"] for r in records] == [want] and not problems, name
+        env = dict(os.environ, CALLSTITCH_NO_EXTENSIONS="1") if impl.name == "py" else None
+        args = ["--field", kw["field"]] if kw else []
+        proc = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", path, *args], capture_output=True,
+                              timeout=120, env=env)
+        assert proc.returncode == 0, (name, proc.stderr)
+        assert [orjson.loads(line)["arguments"] for line in proc.stdout.splitlines()] == [want]

@@ -16,6 +16,7 @@ from orjson import loads as _loads
 
 from ._formats import dispatch as _dispatch
 from ._wire import framing as _framing
+from ._wire.framing import BOM
 from ._formats import openai_chat as _openai_chat
 from ._limits import Limits, as_numbers, event_dropped, line_dropped
 from ._pure import python_source
@@ -30,7 +31,6 @@ else:
 
 __all__ = ["Accumulator"]
 
-_BOM = b"\xef\xbb\xbf"
 _WINDOW = 65536  # the most bytes of one read framed at once
 _NO_HEAD = ()  # no layout learnt yet: bytes.startswith(()) is False, whatever the bytes
 _LAYOUT_TRIES = 4  # layouts learnt in a row that no chunk reused: then none more (a stream that varies)
@@ -135,11 +135,11 @@ class Accumulator(SlotBook):
         """Frame SSE bytes that continue the stream: whole events are handled, the rest is kept."""
         if not self._started:
             head = self._tail + data
-            if len(head) < 3 and _BOM.startswith(head):
+            if len(head) < 3 and BOM.startswith(head):
                 self._tail = head
                 return
             self._started = True
-            if head.startswith(_BOM):
+            if head.startswith(BOM):
                 self._offset += 3
                 head = head[3:]
             self._tail = b""

@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from .._formats.dispatch import decode_payload
+from .._wire.framing import BOM
 from . import settings
 from .collect import Collector
 from .containers import get
@@ -32,7 +34,7 @@ def read_har(task: Task, reader: Any, out: Collector) -> None:
     del chunks
     out.nbytes += len(data)
     try:
-        har = orjson.loads(data)
+        har = decode_payload(data[len(BOM):] if data.startswith(BOM) else data)  # (a lone surrogate escape too)
     except orjson.JSONDecodeError as exc:
         raise Problem("not JSON", f"not a HAR file: {exc}") from None
     del data

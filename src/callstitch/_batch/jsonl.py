@@ -7,8 +7,9 @@ from typing import Any
 
 import orjson
 
-from .._exactjson import loads_exact
+from .._formats.dispatch import decode_payload
 from .._limits import as_numbers, line_dropped
+from .._wire.framing import BOM
 from . import settings
 from .collect import Collector
 from .containers import body_path, get
@@ -125,8 +126,12 @@ class _Report:
 
 def _log_line(line: bytes, line_no: int, offset: int, field: tuple[str, ...], fmt: str, out: Collector,
               request_at: tuple[str, ...] | None = None) -> None:
+    if not offset and line.startswith(BOM):
+        line = line[len(BOM):]  # (a log written by a tool that marks UTF-8)
     try:
-        obj = loads_exact(line)  # a body given as chunk objects holds its arguments as values
+        # A body given as chunk objects holds its arguments as values: integers exact, and a lone
+        # surrogate escape (arguments cut by UTF-16 units) read as an event's payload is.
+        obj = decode_payload(line)
     except orjson.JSONDecodeError as exc:
         out.problem(line_no, offset, "not JSON", f"the line is not JSON ({exc})")
         return

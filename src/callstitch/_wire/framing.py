@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
 
 SSE, NDJSON, EVENTSTREAM, JSONARRAY = "sse", "ndjson", "eventstream", "json-array"
 
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, which a body or a log may start with
 _PRELUDE = 12          # total length, headers length, prelude CRC
 _PRELUDE_FIELDS = struct.Struct(">III")
 _CRC = struct.Struct(">I")
@@ -60,9 +60,9 @@ def choose(head: bytes, final: bool = False) -> str | None:
         # An event-stream message starts with its length: a zero byte for any message under 16 MiB,
         # and no text framing starts with one. A damaged first prelude is the framer's to report.
         return EVENTSTREAM
-    if len(head) < 3 and _BOM.startswith(head) and not final:
+    if len(head) < 3 and BOM.startswith(head) and not final:
         return None  # a BOM may be arriving a byte at a time: its end will tell
-    text = head[3:] if head.startswith(_BOM) else head
+    text = head[3:] if head.startswith(BOM) else head
     text = text.lstrip(_WHITESPACE)
     if not text:
         return None if not final else SSE
@@ -89,11 +89,11 @@ class NDJSONFramer:
         if not self._started:
             data = b"".join([*self._held, data])
             self._held, self._held_size = [], 0
-            if len(data) < 3 and _BOM.startswith(data):
+            if len(data) < 3 and BOM.startswith(data):
                 self._hold(data)
                 return
             self._started = True
-            if data.startswith(_BOM):
+            if data.startswith(BOM):
                 data = data[3:]
                 self._offset = 3
         if self._skipping:
@@ -188,12 +188,12 @@ class JSONArrayFramer:
         """Take more bytes; hand over every complete element."""
         if not self._started:
             data = self._head + data
-            if len(data) < 3 and _BOM.startswith(data):
+            if len(data) < 3 and BOM.startswith(data):
                 self._head = data
                 return
             self._started = True
             self._head = b""
-            if data.startswith(_BOM):
+            if data.startswith(BOM):
                 data = data[3:]
                 self._offset = 3
         pos, n = 0, len(data)
