@@ -538,3 +538,23 @@ def test_a_lone_surrogate_escape_or_a_bom_keeps_a_log_or_a_har_file_readable(imp
                               timeout=120, env=env)
         assert proc.returncode == 0, (name, proc.stderr)
         assert [orjson.loads(line)["arguments"] for line in proc.stdout.splitlines()] == [want]
+
+
+@pytest.mark.parametrize("range_bytes", [None, 1 << 20])
+def test_a_first_chunk_longer_than_the_last_probe_still_lets_the_file_be_split(impl, workdir, range_bytes):
+    # Found by a hostile probe: format detection looked at the first MiB only; Gemini responses
+    # whose first chunk carries an image of 1.1 MB left the format unknown, and the file was read
+    # as one stream: three responses' calls in one, two responseIds lost from the turns.
+    def response(i: int) -> bytes:
+        image = base64.b64encode(random.Random(i).randbytes(800_000)).decode()
+        first = {"candidates": [{"content": {"role": "model", "parts": [{"inlineData": {
+            "mimeType": "image/png", "data": image}}]}, "index": 0}], "responseId": f"r{i}"}
+        last = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+            "name": "save", "args": {"n": i}}}]}, "finishReason": "STOP", "index": 0}], "responseId": f"r{i}"}
+        return b"".join(b"data: " + orjson.dumps(c) + b"\r\n\r\n" for c in (first, last))
+    bodies = [response(i) for i in range(3)]
+    path = write(workdir, "images.sse", b"".join(bodies))
+    with twin_accumulator(impl), patched(**({"RANGE": range_bytes} if range_bytes else {})):
+        records, problems = run([path])
+    assert records == expected(impl, bodies) and not problems
+    assert [r["stream"] for r in records] == [0, 1, 2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -27,13 +27,35 @@ def detect(head: bytes, format: str) -> tuple[str, str]:
     framing = choose(head, final=True) or "sse"
     if format != "auto":
         return format, framing
-    for size in settings.PROBE:
+    for size in settings.PROBE + ((len(head),) if len(head) > settings.PROBE[-1] else ()):
         acc = settings.Accumulator(format="auto")
         acc.feed(head[:size])
         found = acc.finalize().format
         if found != "auto" or size >= len(head):
             return found, framing
     return "auto", framing
+
+
+def detect_reading(head: bytes, format: str, read: Callable[[int], bytes]) -> tuple[bytes, str, str]:
+    """Return (head, format, framing) as detect does; a head it cannot tell is read on, up to PROBE_MORE bytes.
+
+    A first event longer than the last probe (a Gemini chunk with an image in it) tells nothing
+    until it ends: without its format a file of such responses was read as one stream.
+    """
+    fmt, framing = detect(head, format)
+    if fmt == "auto" and len(head) >= settings.PROBE[-1]:
+        parts = [head]
+        size = len(head)
+        while size < settings.PROBE_MORE:
+            more = read(settings.PROBE_MORE - size)
+            if not more:
+                break
+            parts.append(more)
+            size += len(more)
+        if len(parts) > 1:
+            head = b"".join(parts)
+            fmt, framing = detect(head, format)
+    return head, fmt, framing
 
 
 def container(kind: str, head: bytes, field: tuple[str, ...] | None) -> str:

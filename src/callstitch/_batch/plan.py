@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 
 from .._limits import Limits
 from . import settings
-from .containers import container, detect
+from .containers import container, detect_reading
 from .sources import STDIN, Problem, expand, inner_name, sniff_compression
 from .jsonl import next_line
 from .split import SPLITTABLE, Splitter, by_cuts
@@ -95,20 +95,19 @@ class Plan:
         try:
             with open(path, "rb") as f:
                 head = f.read(settings.PROBE[-1])
+                compressed = sniff_compression(head) is not None
+                if not compressed and kind.startswith("auto"):
+                    kind = container(kind, head, self._field)
+                if not compressed and kind == "body":
+                    head, fmt, framing = detect_reading(head, self._format, f.read)
         except OSError:
             yield whole  # the worker reports it
             return
-        if sniff_compression(head) is not None:
+        if compressed or kind == "har":
             yield whole
             return
-        if kind.startswith("auto"):
-            kind = container(kind, head, self._field)
-            if kind == "har":
-                yield whole
-                return
         split = None
         if kind == "body":
-            fmt, framing = detect(head, self._format)
             if fmt not in SPLITTABLE:
                 yield whole
                 return

@@ -19,5 +19,6 @@ FEED = 1 << 18           # one feed of a read, when accumulators stop at their o
 RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20))
 LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
 PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
+PROBE_MORE = 16 << 20    # and how far it reads on while the first event is not over (containers.detect_reading)
 MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
 BIG_LINE = 1 << 16       # a record line longer than this is kept as it is, not copied

@@ -11,7 +11,7 @@ from .._results import only_an_end
 from .._wire.framing import EVENTSTREAM
 from . import settings
 from .collect import Collector
-from .containers import detect
+from .containers import detect_reading
 from .reads import Reads
 from .sources import Problem
 from .split import Splitter, by_cuts
@@ -28,8 +28,7 @@ def _split_spec(task: Task, reader: Any) -> tuple[str, str, bool, bytes]:
     if task.split is not None:
         fmt, framing, by = task.split.split("/")
         return fmt, framing, by == "cuts", b""
-    head = reader.read(settings.PROBE[-1])
-    fmt, framing = detect(head, task.format)
+    head, fmt, framing = detect_reading(reader.read(settings.PROBE[-1]), task.format, reader.read)
     return fmt, framing, by_cuts(fmt, framing, head), head
 
 
