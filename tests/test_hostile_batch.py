@@ -558,3 +558,22 @@ def test_a_first_chunk_longer_than_the_last_probe_still_lets_the_file_be_split(i
         records, problems = run([path])
     assert records == expected(impl, bodies) and not problems
     assert [r["stream"] for r in records] == [0, 1, 2]
+
+
+def test_a_response_ended_by_an_in_band_error_is_its_own_stream_wherever_the_reads_fall(impl, workdir):
+    # Found by a hostile probe: a response that a server ended with an error event (no [DONE]) runs
+    # into the next one in the Accumulator, and its stream was cut at the error afterwards only
+    # when it had begun in the read that ended it: 100 bytes before the first MiB, A and B merged.
+    def event(obj) -> bytes:
+        return b"data: " + orjson.dumps(obj) + b"\n\n"
+    call = lambda i, name: {"choices": [{"index": 0, "delta": {"tool_calls": [  # noqa: E731
+        {"index": 0, "id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": '{"x": 1}'}}]}}]}
+    filler = event({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}) + b"data: [DONE]\n\n"
+    a = event(call(0, "a")) + event({"error": {"message": "overloaded", "type": "server_error"}})
+    b = event(call(0, "b")) + event({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    b += b"data: [DONE]\n\n"
+    for shift in range(0, 900, 37):  # A and B across every place of a read's end
+        path = write(workdir, "inband.sse", filler * 40 + b": " + b"k" * shift + b"\n\n" + a + b)
+        with twin_accumulator(impl), patched(BLOCK=4096, PROBE=(4096,)):
+            records, _ = run([path], format="openai-chat")
+        assert [(r["stream"], r["id"]) for r in records] == [(40, "call_a"), (41, "call_b")], shift

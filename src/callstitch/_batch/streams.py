@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import Any, Callable
 
 from .._formats.recognition import only_keep_alives
@@ -66,7 +67,23 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         ends: Any = _Cuts(head, splitter, acc_format, out.limits)
     else:
         ends = _Halts(head, acc_format, out.limits)
-    _streams(reads, start, ends, splitter, acc_format, out, not task.start and task.end is None)
+    _streams(reads, start, ends, splitter, acc_format, out, not task.start and task.end is None,
+             _rereader(raw) if compression is None else None)
+
+
+# Reads the bytes [a, b) of a source again.
+Reread = Callable[[int, int], bytes]
+
+
+def _rereader(raw: Any) -> Reread | None:
+    """Return how to read a plain file's bytes again (without moving its position), or None for a pipe."""
+    try:
+        fd = raw.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+    except (AttributeError, OSError, ValueError):
+        return None
+    return lambda a, b: os.pread(fd, b - a, a)
 
 
 def first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int:
@@ -102,23 +119,25 @@ def first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int
 
 
 def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo: int, c: int,
-          splitter: Splitter, fmt: str, follows: bool) -> int:
+          splitter: Splitter, fmt: str, follows: bool, reread: Reread | None = None) -> int:
     """Record one finished stream; return how many streams it was (an in-band error may end one early).
 
-    follows: a response comes before this one in its source (in an earlier range, perhaps).
+    The stream is buf[lo:c], or from an earlier read when lo < 0: its bytes are then read again
+    (reread) to be cut, if they can be (a plain file). follows: a response comes before this one
+    in its source (in an earlier range, perhaps).
     """
-    if buf is not None and lo >= 0 and any(e.kind == "in-band error" for e in result.errors):
-        inner = splitter.error_cuts(bytes(buf[lo:c]))
+    if buf is not None and (lo >= 0 or reread is not None) and any(e.kind == "in-band error" for e in result.errors):
+        segment = bytes(buf[lo:c]) if lo >= 0 else reread(acc_start, acc_start - lo + c)  # type: ignore[misc]
+        inner = splitter.error_cuts(segment)
         if inner:  # the stream held two responses: one ended by an error, without [DONE]
-            base = acc_start - lo
             emitted = 0
             p = 0
-            for cut in inner + [c - lo]:
-                m = CONTENT.search(buf, lo + p, lo + cut)
+            for cut in inner + [len(segment)]:
+                m = CONTENT.search(segment, p, cut)
                 if m is not None:
                     one = settings.Accumulator(fmt, out.limits)
-                    one.feed(buf[m.start():lo + cut])
-                    out.result(stream + emitted, one.finalize(), base + m.start())
+                    one.feed(segment[m.start():cut])
+                    out.result(stream + emitted, one.finalize(), acc_start + m.start())
                     emitted += 1
                 p = cut
             return emitted
@@ -234,10 +253,11 @@ class _Halts:
 
 
 def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, out: Collector,
-             whole: bool = False) -> None:
+             whole: bool = False, reread: Reread | None = None) -> None:
     """Feed the bytes from reads to one Accumulator per response, each ended where ends finds its end.
 
     whole: the bytes are a whole source (no byte range of one), so one that held no stream is reported.
+    reread: how to read a stream's bytes again once they are past (a plain file's), for _emit.
     """
     content = CONTENT.search
     blank = bytearray()  # the first blank bytes, while no response has begun
@@ -277,7 +297,7 @@ def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, 
             p, ended = ends.feed(acc, mv, p, safe, fresh)
             if ended:
                 stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, p, splitter, fmt,
-                                bool(stream or start))
+                                bool(stream or start), reread)
                 acc = None
             elif p >= safe:
                 break  # the response goes on in the next read
@@ -285,7 +305,7 @@ def _streams(reads: Reads, start: int, ends: Any, splitter: Splitter, fmt: str, 
         if not got:
             if acc is not None:
                 stream += _emit(out, stream, acc.finalize(), acc_start, buf, acc_start - base, len(buf), splitter,
-                                fmt, bool(stream or start))
+                                fmt, bool(stream or start), reread)
             break
         base += safe
     if whole and not stream and not out.errors:
