@@ -555,6 +555,24 @@ def test_defaults_in_items_prefix_items_refs_and_all_of():
         "tree": {"label": "?", "kids": [{"label": "?", "kids": [{"label": "?"}]}]}}
 
 
+@pytest.mark.parametrize("root", ["A", "B"])
+def test_defaults_of_a_schema_recursive_through_all_of_fill_every_level(root):
+    # Found by a hostile probe: B = allOf [A] + y, A = x + child: B. Planning A met B, which took a
+    # copy of A while A was still being planned (no child yet): below the second level nothing was filled.
+    schema = {"$ref": f"#/$defs/{root}", "$defs": {
+        "A": {"type": "object", "properties": {"x": {"type": "integer", "default": 1}, "child": {"$ref": "#/$defs/B"}}},
+        "B": {"allOf": [{"$ref": "#/$defs/A"}], "properties": {"y": {"type": "integer", "default": 2}}}}}
+    deep = {}
+    for _ in range(6):
+        deep = {"child": deep}
+    filled = Toolset({"f": schema}).check(call("f", deep)).arguments
+    level, depth = filled, 0
+    while "child" in level:
+        assert level["x"] == 1 and (depth > 0 or root == "B") == ("y" in level), (depth, level)
+        level, depth = level["child"], depth + 1
+    assert depth == 6 and level == {"x": 1, "y": 2}
+
+
 def test_an_inserted_object_default_gets_its_own_nested_defaults():
     toolset = Toolset({"t": {"type": "object", "properties": {
         "opts": {"type": "object", "default": {"a": 1}, "properties": {"b": {"default": 2}}}}}})

@@ -39,10 +39,10 @@ def plan_size(plan: DefaultsPlan | None, seen: set[int] | None = None) -> int:
     if plan is None or id(plan) in seen:
         return 0
     seen.add(id(plan))
-    size = len(plan.defaults) + len(plan.children) + len(plan.prefix) + (plan.items is not None)
-    for _, child in [*plan.children, *plan.prefix]:
+    size = len(plan.defaults) + len(plan.children) + len(plan.prefix) + len(plan.items) + len(plan.also)
+    for child in [*(c for _, c in plan.children), *(c for _, c in plan.prefix), *plan.items, *plan.also]:
         size += plan_size(child, seen)
-    return size + plan_size(plan.items, seen)
+    return size
 
 
 def call(name: str, arguments: object) -> ToolCall:

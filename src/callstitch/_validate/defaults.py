@@ -25,16 +25,20 @@ _STRUCTURAL = {"properties", "items", "prefixItems", "allOf"}
 class DefaultsPlan:
     """Where a schema has defaults: properties to fill and to descend into (objects), items (arrays)."""
 
-    __slots__ = ("defaults", "children", "items", "prefix")
+    __slots__ = ("defaults", "children", "items", "prefix", "also")
 
     def __init__(self) -> None:
         self.defaults: list[tuple[str, Any, bool]] = []        # (key, value, needs a copy)
         self.children: list[tuple[str, DefaultsPlan]] = []     # properties whose values hold defaults deeper
-        self.items: DefaultsPlan | None = None                 # every array item (`items`)
+        self.items: list[DefaultsPlan] = []                    # plans of every array item (`items`)
         self.prefix: list[tuple[int, DefaultsPlan]] = []       # positional items (`prefixItems`)
+        # The plans that apply at this level too ($ref, allOf): linked, not copied, as one may still
+        # be being planned (a recursive schema); a copy lent only what it had so far, and deeper
+        # levels went unfilled. Filling follows the links (_with_linked).
+        self.also: list[DefaultsPlan] = []
 
     def empty(self) -> bool:
-        return not (self.defaults or self.children or self.items or self.prefix)
+        return not (self.defaults or self.children or self.items or self.prefix or self.also)
 
 
 class _Planner:
@@ -93,8 +97,8 @@ class _Planner:
             ref = schema.get("$ref")
             if isinstance(ref, str):
                 sub = self.plan_ref(ref)
-                if sub is not None and sub is not plan:
-                    _absorb(plan, sub)
+                if sub is not None and sub is not plan and all(sub is not other for other in plan.also):
+                    plan.also.append(sub)
             for branch in schema.get("allOf", ()) if isinstance(schema.get("allOf"), list) else ():
                 self.merge(plan, branch)
             props = schema.get("properties")
@@ -113,7 +117,7 @@ class _Planner:
             if isinstance(items, dict):
                 child = self.plan(items)
                 if child is not None:
-                    plan.items = child if plan.items is None else _combine(plan.items, child)
+                    plan.items.append(child)
             prefix = schema.get("prefixItems")
             if not isinstance(prefix, list) and isinstance(items, list):
                 prefix = items  # drafts before 2020-12 spell positional items as an `items` array
@@ -126,23 +130,18 @@ class _Planner:
             self.depth -= 1
 
 
-def _absorb(plan: DefaultsPlan, other: DefaultsPlan) -> DefaultsPlan:
-    have = {key for key, _, _ in plan.defaults}
-    plan.defaults.extend(d for d in other.defaults if d[0] not in have)
-    # The same shared plans come back when $refs meet again (allOf: [{$ref: X}, {$ref: X}], level after level):
-    # kept once each, or the plan doubles at every level. Filling with one twice would change nothing.
-    known = {(key, id(child)) for key, child in plan.children}
-    plan.children.extend(c for c in other.children if (c[0], id(c[1])) not in known)
-    if other.items is not None and other.items is not plan.items:
-        plan.items = other.items if plan.items is None else _combine(plan.items, other.items)
-    placed = {(i, id(child)) for i, child in plan.prefix}
-    plan.prefix.extend(p for p in other.prefix if (p[0], id(p[1])) not in placed)
-    return plan
-
-
-def _combine(a: DefaultsPlan, b: DefaultsPlan) -> DefaultsPlan:
-    # A new plan: either may be shared through a $ref and must not change.
-    return _absorb(_absorb(DefaultsPlan(), a), b)
+def _with_linked(plan: DefaultsPlan) -> list[DefaultsPlan] | tuple[DefaultsPlan]:
+    """Return plan and every plan it links through also, at any remove, each once, nearest first."""
+    if not plan.also:
+        return (plan,)
+    out = [plan]
+    seen = {id(plan)}
+    for each in out:  # (grows as it goes: breadth first)
+        for other in each.also:
+            if id(other) not in seen:
+                seen.add(id(other))
+                out.append(other)
+    return out
 
 
 def plan_defaults(schema: dict | None) -> DefaultsPlan | None:
@@ -161,39 +160,43 @@ def fill_defaults(value: Any, plan: DefaultsPlan, _depth: int = 0) -> Any:
     if _depth >= FILL_DEPTH and (type(value) is dict or type(value) is list):
         raise TooDeep(f"the arguments are nested deeper than {FILL_DEPTH} levels where the schema has defaults, "
                       "too deep to fill them")
+    plans = _with_linked(plan)  # (the first default for a key wins)
     if type(value) is dict:
         out = None
-        for key, default, mutable in plan.defaults:
-            if key not in value:
-                if out is None:
-                    out = dict(value)
-                out[key] = copy.deepcopy(default) if mutable else default
-        for key, child in plan.children:
-            current = value.get(key) if out is None else out.get(key)
-            if current is None:
-                continue
-            filled = fill_defaults(current, child, _depth + 1)
-            if filled is not current:
-                if out is None:
-                    out = dict(value)
-                out[key] = filled
+        for each in plans:
+            for key, default, mutable in each.defaults:
+                if key not in (value if out is None else out):
+                    if out is None:
+                        out = dict(value)
+                    out[key] = copy.deepcopy(default) if mutable else default
+            for key, child in each.children:
+                current = value.get(key) if out is None else out.get(key)
+                if current is None:
+                    continue
+                filled = fill_defaults(current, child, _depth + 1)
+                if filled is not current:
+                    if out is None:
+                        out = dict(value)
+                    out[key] = filled
         return value if out is None else out
     if type(value) is list:
         out_list = None
-        if plan.items is not None:
-            for i, item in enumerate(value):
-                filled = fill_defaults(item, plan.items, _depth + 1)
-                if filled is not item:
-                    if out_list is None:
-                        out_list = list(value)
-                    out_list[i] = filled
-        for i, child in plan.prefix:
-            if i < len(value):
-                item = value[i] if out_list is None else out_list[i]
-                filled = fill_defaults(item, child, _depth + 1)
-                if filled is not item:
-                    if out_list is None:
-                        out_list = list(value)
-                    out_list[i] = filled
+        for each in plans:
+            for child in each.items:
+                for i in range(len(value)):
+                    item = value[i] if out_list is None else out_list[i]
+                    filled = fill_defaults(item, child, _depth + 1)
+                    if filled is not item:
+                        if out_list is None:
+                            out_list = list(value)
+                        out_list[i] = filled
+            for i, child in each.prefix:
+                if i < len(value):
+                    item = value[i] if out_list is None else out_list[i]
+                    filled = fill_defaults(item, child, _depth + 1)
+                    if filled is not item:
+                        if out_list is None:
+                            out_list = list(value)
+                        out_list[i] = filled
         return value if out_list is None else out_list
     return value
