@@ -22,6 +22,8 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
+from unittest import mock
 
 import orjson
 import pytest
@@ -577,3 +579,26 @@ def test_a_response_ended_by_an_in_band_error_is_its_own_stream_wherever_the_rea
         with twin_accumulator(impl), patched(BLOCK=4096, PROBE=(4096,)):
             records, _ = run([path], format="openai-chat")
         assert [(r["stream"], r["id"]) for r in records] == [(40, "call_a"), (41, "call_b")], shift
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_records_of_a_whole_source_past_the_spill_size_wait_in_a_file_not_in_memory(impl, workdir, jobs):
+    # Found by a review of the README's promises (memory bounded): a compressed file, standard input
+    # or a FIFO is one task, and its records were all held until it ended (527 MB for 120,000 calls).
+    bodies = BODIES["openai-chat"] * 40
+    paths = [write(workdir, "many.sse.gz", gzip.compress(b"".join(bodies))), write(workdir, "small.sse", bodies[0])]
+    want, _ = run(paths)
+    spills = []
+    real = tempfile.mkdtemp
+
+    def mkdtemp(**kw):
+        spills.append(real(**kw))
+        return spills[-1]
+    with twin_accumulator(impl), patched(SPILL_BYTES=4096), mock.patch.object(tempfile, "mkdtemp", mkdtemp):
+        assert run(paths, jobs=jobs)[0] == want
+        records = iter(callstitch.reassemble_many(paths, jobs=jobs))
+        assert next(records) == {"source": paths[0], **want[0]}  # a consumer that stops early
+        spilled = os.listdir(spills[-1])
+        records.close()
+    assert len(spills) == 2 and spilled  # the first source's records went to a file
+    assert not any(os.path.exists(d) for d in spills)  # and every file is gone, also after an early stop

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import tempfile
 from array import array
 from collections import Counter
 from typing import Any
@@ -13,7 +14,7 @@ from .._limits import Limits
 from .._records import call_line
 from . import settings
 from .sources import STDIN
-from .task import Outcome
+from .task import Outcome, Spilled
 from .turns import chat_message_lines, turn_line
 
 
@@ -25,7 +26,8 @@ LOSSES = frozenset(("corrupt archive", "unreadable", SHRANK, "worker died", "int
 class Collector:
     """Gathers one task's records and counts."""
 
-    def __init__(self, source: str, absolute: bool, limits: Limits | None = None, emit: str = "calls") -> None:
+    def __init__(self, source: str, absolute: bool, limits: Limits | None = None, emit: str = "calls",
+                 spill: str | None = None) -> None:
         self.limits = limits  # for every accumulator the task makes
         self.emit = emit      # a record per call, per stream's turn, or chat-messages lines (_batch/turns.py)
         self.absolute = absolute  # the task starts at the source's start: its lines get their prefix here
@@ -34,6 +36,9 @@ class Collector:
         self.prefix = (b'{"source":' + orjson.dumps(shown(source)) + b',"stream":') if absolute and not self.bare \
             else None
         self.parts: list = []
+        self.held = 0  # bytes in parts, of a whole source's task: past SPILL_BYTES they go to a file in spill
+        self.spill = spill if absolute else None
+        self.spilled: Any = None  # that file, once opened
         self.marks = array("q")  # without a prefix: the stream of each line in parts
         self.span = 0
         self.streams = 0
@@ -126,10 +131,26 @@ class Collector:
             parts.extend(lines)
             if not self.absolute:
                 self.marks.extend([stream] * len(lines))
+        if self.spill is not None:
+            self.held += sum(map(len, lines))
+            if self.held > settings.SPILL_BYTES:
+                self._spill()
+
+    def _spill(self) -> None:
+        """Move the records held to the task's file: a whole source (a large gzip, a pipe) is not held in memory."""
+        if self.spilled is None:
+            self.spilled = tempfile.NamedTemporaryFile(dir=self.spill, prefix="records-", delete=False)
+        self.spilled.writelines(self.parts)
+        self.parts = []
+        self.held = 0
 
     def outcome(self, size: int) -> Outcome:
-        lines: bytes | tuple
-        if self.absolute:
+        lines: bytes | Spilled | tuple
+        if self.spilled is not None:
+            self._spill()
+            self.spilled.close()
+            lines = Spilled(self.spilled.name)
+        elif self.absolute:
             lines = b"".join(self.parts)
         else:  # flat arrays and one blob: what a worker sends back pickles as fast as a copy
             lines = (self.marks, array("q", itertools.accumulate(map(len, self.parts))), b"".join(self.parts))

@@ -50,6 +50,7 @@ class Plan:
         self._field = field
         self._container = container
         self._limits = limits
+        self.spill: str | None = None  # where a task may put the records of a whole source (Batch.chunks sets it)
         self._summary = summary
 
     def _kind(self, path: str) -> str:
@@ -62,7 +63,7 @@ class Plan:
     def _task(self, path: str, kind: str, size: int, planned: int | None, split: str | None = None,
               start: int = 0, end: int | None = None, exact: bool = False) -> Task:
         return Task(path, kind, self._format, split, self._field, start, end, size, limits=self._limits,
-                    planned=planned, emit=self._emit, request=self._request, exact=exact)
+                    planned=planned, emit=self._emit, request=self._request, exact=exact, spill=self.spill)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         for path, problem in expand(self._sources):

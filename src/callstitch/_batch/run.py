@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from array import array
 from collections import Counter
 from typing import Callable, Iterator
@@ -13,12 +15,13 @@ import orjson
 from .._formats.dispatch import check_format
 from .._limits import Limits
 from .._records import read_records
+from . import settings
 from .collect import SHRANK, shown
 from .containers import CONTAINERS
 from .plan import Plan
 from .pool import outcomes
 from .sources import Sources, source_names
-from .task import Outcome
+from .task import Outcome, Spilled
 from .turns import check_emit
 
 __all__ = ["Batch", "Summary", "reassemble_many", "CONTAINERS"]
@@ -75,6 +78,14 @@ class Batch:
 
     def chunks(self) -> Iterator[bytes]:
         """Yield the output, JSON lines in blocks, in the order of the sources."""
+        # The records of a whole source past SPILL_BYTES wait in a file here, not in memory.
+        self._plan.spill = tempfile.mkdtemp(prefix="callstitch-")
+        try:
+            yield from self._chunks()
+        finally:  # (also when the consumer stops early: the files of tasks not read yet go too)
+            shutil.rmtree(self._plan.spill, ignore_errors=True)
+
+    def _chunks(self) -> Iterator[bytes]:
         s = self.summary
         base = 0
         prefix = b""
@@ -103,7 +114,9 @@ class Batch:
                 if o.more_problems:
                     self._on_problem(source, o.unit, None, None, "more",
                                      f"{o.more_problems} more problems not shown")
-            if isinstance(lines, tuple):
+            if isinstance(lines, Spilled):  # (a tuple too: asked first)
+                yield from _spilled(lines.path)
+            elif isinstance(lines, tuple):
                 marks, ends, blob = lines
                 if self._bare:
                     if blob:
@@ -115,6 +128,27 @@ class Batch:
             base += o.span
             if self._on_progress is not None:
                 self._on_progress(s)
+
+
+def _spilled(path: str) -> Iterator[bytes]:
+    """Yield the records a task left in a file, in blocks of whole lines, and delete it."""
+    try:
+        with open(path, "rb") as f:
+            rest = b""
+            while True:
+                block = f.read(settings.BLOCK)
+                if not block:
+                    break
+                cut = block.rfind(b"\n") + 1
+                if cut:
+                    yield rest + block[:cut]
+                    rest = block[cut:]
+                else:
+                    rest += block
+            if rest:
+                yield rest
+    finally:
+        os.unlink(path)
 
 
 def _prefixed(prefix: bytes, base: int, marks: array, ends: array, blob: bytes) -> bytes:

@@ -22,3 +22,4 @@ PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detectio
 PROBE_MORE = 16 << 20    # and how far it reads on while the first event is not over (containers.detect_reading)
 MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
 BIG_LINE = 1 << 16       # a record line longer than this is kept as it is, not copied
+SPILL_BYTES = 32 << 20   # the records a whole-source task holds before they go to a temporary file

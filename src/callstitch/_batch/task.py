@@ -23,12 +23,20 @@ class Task(NamedTuple):
     emit: str = "calls"           # what a record is: a call, a stream's turn, chat-messages (_batch/turns.py)
     request: tuple[str, ...] | None = None  # where a log line holds its request (--request-field)
     exact: bool = False           # start and end are where responses (lines) begin, found by the plan
+    spill: str | None = None      # a directory where the records of a whole source may go past SPILL_BYTES
+
+
+class Spilled(NamedTuple):
+    """The records of a task held in a file (Collector, past SPILL_BYTES), for the parent to copy out and delete."""
+
+    path: str
 
 
 class Outcome(NamedTuple):
     """What a task produced."""
 
-    lines: bytes | tuple  # whole JSON lines (first task of a source), or (streams, line ends, lines) of a range
+    # whole JSON lines (first task of a source) or the file that holds them, or (streams, line ends, lines) of a range
+    lines: bytes | Spilled | tuple
     span: int             # how many stream numbers the task used
     streams: int
     calls: int
