@@ -27,7 +27,7 @@ class Collector:
     """Gathers one task's records and counts."""
 
     def __init__(self, source: str, absolute: bool, limits: Limits | None = None, emit: str = "calls",
-                 spill: str | None = None) -> None:
+                 spill: str | None = None, spill_bytes: int = 0) -> None:
         self.limits = limits  # for every accumulator the task makes
         self.emit = emit      # a record per call, per stream's turn, or chat-messages lines (_batch/turns.py)
         self.absolute = absolute  # the task starts at the source's start: its lines get their prefix here
@@ -36,8 +36,9 @@ class Collector:
         self.prefix = (b'{"source":' + orjson.dumps(shown(source)) + b',"stream":') if absolute and not self.bare \
             else None
         self.parts: list = []
-        self.held = 0  # bytes in parts, of a whole source's task: past SPILL_BYTES they go to a file in spill
+        self.held = 0  # bytes in parts, of a whole source's task: past spill_bytes they go to a file in spill
         self.spill = spill if absolute else None
+        self.spill_bytes = spill_bytes
         self.spilled: Any = None  # that file, once opened
         self.marks = array("q")  # without a prefix: the stream of each line in parts
         self.span = 0
@@ -133,7 +134,7 @@ class Collector:
                 self.marks.extend([stream] * len(lines))
         if self.spill is not None:
             self.held += sum(map(len, lines))
-            if self.held > settings.SPILL_BYTES:
+            if self.held > self.spill_bytes:
                 self._spill()
 
     def _spill(self) -> None:

@@ -63,7 +63,8 @@ class Plan:
     def _task(self, path: str, kind: str, size: int, planned: int | None, split: str | None = None,
               start: int = 0, end: int | None = None, exact: bool = False) -> Task:
         return Task(path, kind, self._format, split, self._field, start, end, size, limits=self._limits,
-                    planned=planned, emit=self._emit, request=self._request, exact=exact, spill=self.spill)
+                    planned=planned, emit=self._emit, request=self._request, exact=exact, spill=self.spill,
+                    spill_bytes=settings.SPILL_BYTES)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         for path, problem in expand(self._sources):

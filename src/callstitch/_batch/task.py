@@ -23,7 +23,8 @@ class Task(NamedTuple):
     emit: str = "calls"           # what a record is: a call, a stream's turn, chat-messages (_batch/turns.py)
     request: tuple[str, ...] | None = None  # where a log line holds its request (--request-field)
     exact: bool = False           # start and end are where responses (lines) begin, found by the plan
-    spill: str | None = None      # a directory where the records of a whole source may go past SPILL_BYTES
+    spill: str | None = None      # a directory where the records of a whole source may go past spill_bytes
+    spill_bytes: int = 0          # (settings.SPILL_BYTES, as the parent had it)
 
 
 class Spilled(NamedTuple):

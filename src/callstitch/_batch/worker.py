@@ -18,7 +18,8 @@ from .task import Outcome, Task
 
 def run_task(task: Task) -> Outcome:
     """Do one task (in a worker process or in this one) and return its Outcome."""
-    out = Collector(task.source, absolute=task.start == 0, limits=task.limits, emit=task.emit, spill=task.spill)
+    out = Collector(task.source, absolute=task.start == 0, limits=task.limits, emit=task.emit, spill=task.spill,
+                    spill_bytes=task.spill_bytes)
     try:
         reader, compression, raw = open_source(task.source)
     except Problem as exc:
