@@ -443,3 +443,46 @@ def test_small_records_are_held_compactly(tmp_path):
         tracemalloc.stop()
     assert outcome.calls == 20000
     assert peak < 4 * len(outcome.lines) + (8 << 20), (peak, len(outcome.lines))
+
+
+def _with_long_line(variant: str, size: int) -> tuple[bytes, bytes, bytes]:
+    """Return (a body with a line of size bytes inside it, before its end; the body without it; another body)."""
+    from _formats import CALLS, Call, build
+    built = "gemini" if variant == "gemini-array" else variant
+    body, other = build(built, CALLS[:1]), build(built, [Call("call_z", "zeta", '{"z": 1}')])
+    pad = b"x" * size
+    if variant == "ollama":  # a line of the NDJSON stream, before the done line
+        first = body.index(b"\n") + 1
+        return body[:first] + b'{"pad":"' + pad + b'"}\n' + body[first:], body, other
+    if variant == "gemini-array":  # Gemini without alt=sse: a whole array on one line, a long text part in it
+        chunks = [orjson.loads(line[6:]) for line in build("gemini", CALLS[:1]).split(b"\r\n") if line[:6] == b"data: "]
+        chunks.insert(0, {"candidates": [{"content": {"parts": [{"text": "x" * size}], "role": "model"}, "index": 0}]})
+        array = lambda items: b"[" + b",".join(orjson.dumps(c) for c in items) + b"]\n"  # noqa: E731
+        zchunks = [orjson.loads(line[6:]) for line in build("gemini", [Call(None, "zeta", '{"z": 1}')]).split(b"\r\n")
+                   if line[:6] == b"data: "]
+        return array(chunks), array(chunks[1:]), array(zchunks)
+    start = body.index(b"\n\n") + 2  # SSE: an event of its own after the first one
+    return body[:start] + b'event: ping\ndata: {"type":"ping","pad":"' + pad + b'"}\n\n' + body[start:], body, other
+
+
+@pytest.mark.parametrize("variant", ["anthropic", "openai-responses", "ollama", "gemini-array"])
+@pytest.mark.parametrize("twin", ["c", "py"])
+def test_a_line_past_event_bytes_in_a_body_file_is_never_held_whole(tmp_path, variant, twin):
+    # Found by a review of the README's promises (memory bounded by the limits): the splitter that
+    # cuts back-to-back responses held a file's last line back until it ended, so a 384 MiB line
+    # took 810 MB with --max-event-bytes 1M; the Accumulator drops it as it streams past.
+    size = 96 << 20
+    long, plain, other = _with_long_line(variant, size)
+    path = tmp_path / "bodies.txt"
+    path.write_bytes(long + other)
+    env = {"CALLSTITCH_NO_EXTENSIONS": "1"} if twin == "py" else {}
+    fmt = "gemini" if variant == "gemini-array" else variant
+    rc, rss, err = _peak_rss_mb(str(path), "--format", fmt, "--max-event-bytes", "1M", "-j", "1", env=env)
+    assert rss < 130, rss  # before: 3x the line (the held line, the block joined to it, its copy)
+    assert b"Limits.event_bytes (1 MiB) exceeded" in err
+    want = [{"source": str(path), "stream": n, **c.to_dict()} for n, body in enumerate([plain, other])
+            for c in callstitch.reassemble(body, format=fmt).tool_calls]
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--format", fmt,
+                          "--max-event-bytes", "1M", "-j", "2"], capture_output=True, timeout=300,
+                         env={**os.environ, **env})
+    assert [orjson.loads(line) for line in out.stdout.splitlines()] == want

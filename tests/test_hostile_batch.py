@@ -602,3 +602,37 @@ def test_the_records_of_a_whole_source_past_the_spill_size_wait_in_a_file_not_in
         records.close()
     assert len(spills) == 2 and spilled  # the first source's records went to a file
     assert not any(os.path.exists(d) for d in spills)  # and every file is gone, also after an early stop
+
+
+def _with_long_lines(group: str, body: bytes, lengths: list[int]) -> bytes:
+    """Return body with an event (SSE) or line (NDJSON) of each length put in at its event boundaries."""
+    if group.endswith("/eventstream") or not lengths:
+        return body
+    sep = b"\n" if group == "ollama" else (b"\r\n\r\n" if b"\r\n\r\n" in body else b"\n\n")
+    parts = body.split(sep)
+    for k, length in enumerate(lengths):
+        line = (b'{"pad":"' + b"x" * length + b'"}') if group == "ollama" else (b'data: {"pad":"' + b"x" * length + b'"}')
+        parts.insert(1 + (k * 7) % max(1, len(parts) - 1), line)
+    return sep.join(parts)
+
+
+@SETTINGS
+@given(streams=stream_sets(), event_bytes=st.sampled_from([200, 700, 3000]), block=st.sampled_from([256, 1000]),
+       lengths=st.lists(st.integers(50, 5000), max_size=3), range_bytes=st.sampled_from([None, 3000]))
+def test_lines_past_a_small_event_limit_are_cut_alike_whatever_the_reads(workdir, streams, event_bytes, block,
+                                                                         lengths, range_bytes):
+    # The splitter holds no more of a line than Limits.event_bytes (a line past it is the
+    # Accumulator's to drop): however the reads and the range tasks fall, the same records.
+    group, bodies = bodies_of(streams)
+    path = write(workdir, "long-lines.bin", b"".join(_with_long_lines(group, b, lengths) for b in bodies))
+    limits = callstitch.Limits(event_bytes=event_bytes)
+
+    def read() -> tuple:  # (the problems a task describes are capped per task: their counts are compared)
+        batch = callstitch.reassemble_many([path], limits=limits)
+        return list(batch), batch.summary.streams, batch.summary.errors
+    whole = read()
+    settings_ = {"BLOCK": block, "PROBE": (block,), "LOOKBACK": 512}
+    if range_bytes:
+        settings_["RANGE"] = range_bytes
+    with patched(**settings_):
+        assert read() == whole
