@@ -621,8 +621,9 @@ def _with_long_lines(group: str, body: bytes, lengths: list[int]) -> bytes:
        lengths=st.lists(st.integers(50, 5000), max_size=3), range_bytes=st.sampled_from([None, 3000]))
 def test_lines_past_a_small_event_limit_are_cut_alike_whatever_the_reads(workdir, streams, event_bytes, block,
                                                                          lengths, range_bytes):
-    # The splitter holds no more of a line than Limits.event_bytes (a line past it is the
-    # Accumulator's to drop): however the reads and the range tasks fall, the same records.
+    # Lines past Limits.event_bytes, which the Accumulator drops: however the reads and the range
+    # tasks fall, the splitter cuts the same responses (kept from a reverted attempt to hold no more
+    # of a line than the limit, whose first version this property caught reading them differently).
     group, bodies = bodies_of(streams)
     path = write(workdir, "long-lines.bin", b"".join(_with_long_lines(group, b, lengths) for b in bodies))
     limits = callstitch.Limits(event_bytes=event_bytes)

@@ -90,11 +90,6 @@ def as_numbers(limits: Limits | None) -> tuple[int, int, int, int, int, int]:
 _DEFAULT_NUMBERS = as_numbers(DEFAULT_LIMITS)
 
 
-def event_bytes(limits: Limits | None) -> int:
-    """Return Limits.event_bytes as a number (None: the default limits'; no limit: UNLIMITED)."""
-    return as_numbers(limits)[4]
-
-
 def describe(name: str, value: int) -> str:
     """Return 'name (value)' with bytes shown in MiB where that reads better."""
     shown = f"{value // MiB} MiB" if name.endswith("bytes") and value >= MiB and value % MiB == 0 else str(value)

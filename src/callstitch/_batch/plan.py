@@ -6,7 +6,7 @@ import os
 import stat
 from typing import Any, Callable, Iterator
 
-from .._limits import Limits, event_bytes
+from .._limits import Limits
 from . import settings
 from .containers import container, detect_reading
 from .sources import STDIN, Problem, expand, inner_name, sniff_compression
@@ -115,9 +115,8 @@ class Plan:
                 return
             glued = by_cuts(fmt, framing, head)
             split = f"{fmt}/{framing}/{'cuts' if glued else 'halts'}"
-            cap = event_bytes(self._limits)
             locate: Callable[[Any, int], int] = lambda f, x: first_cut(  # noqa: E731
-                f, x, lambda: Splitter(fmt, framing, glued=glued, line_cap=cap), framing)
+                f, x, lambda: Splitter(fmt, framing, glued=glued), framing)
         elif kind == "jsonl":
             locate = next_line
         else:

@@ -34,7 +34,6 @@ import zlib
 import orjson
 
 from .._formats.registry import TERMINATORS
-from .._limits import UNLIMITED
 from .._wire.framing import EVENTSTREAM, JSONARRAY, SSE, parse_headers
 
 __all__ = ["Splitter", "HOLD", "by_cuts"]
@@ -51,8 +50,6 @@ _BLANK_HELD = 3
 # response ends there (_CUT), or there unless Bedrock's metadata event follows (_CONFIRM: then at
 # that one's end), or (a Gemini finish chunk with more lines in its event: no finish) goes on (_PASS).
 _CUT, _CONFIRM, _PASS = 1, 2, 3
-# Splitter._in_long_line when the over-long line skipped ended at a CR that ended the read.
-_AT_CR = 2
 
 _SSE_END = re.compile(rb"\r?\n\r?\n|\r\r")  # a blank line ends an SSE event
 _LINE_END = re.compile(rb"\r?\n|\r")
@@ -76,8 +73,6 @@ _INTO_NEXT = re.compile(rb"[ \t]*(?:\r\n|\r|\n)(?:event|data):")
 # last (Bedrock's metadata event follows its messageStop) or is found by parsing its line (Gemini):
 # every other SSE format's terminating event is its last, and a glued one is cut (_unglued_end).
 _OWN_END_RULES = frozenset(("bedrock", "gemini"))
-# Formats whose terminating line is parsed to be confirmed (a long one is not: Splitter.__init__).
-_PARSED = frozenset(("ollama", "gemini"))
 _RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
 # A JSON string holds no raw line break, so a "]" just after one, or one followed by a line break
 # and a "[", is never inside a string: it closes an array, and at the start of a line (pretty-
@@ -229,22 +224,11 @@ def _data_payload(line: bytes) -> bytes:
 class Splitter:
     """Cut a buffer of back-to-back responses of one format and framing into streams."""
 
-    def __init__(self, format: str, framing: str, *, errors: bool = False, glued: bool = True,
-                 line_cap: int = UNLIMITED) -> None:
+    def __init__(self, format: str, framing: str, *, errors: bool = False, glued: bool = True) -> None:
         """errors: cut at OpenAI chat's in-band error events too; glued: the capture may glue responses
-        (by_cuts: else OpenAI chat's responses end where the Accumulator halts, which this then tells);
-        line_cap: Limits.event_bytes, past which a line is never held whole."""
+        (by_cuts: else OpenAI chat's responses end where the Accumulator halts, which this then tells)."""
         self.format = format
         self.framing = framing
-        # The Accumulator drops a line (an event) longer than Limits.event_bytes as it streams past;
-        # held here whole, for its context, such a line took memory by its length. So the scan never
-        # holds more of a line than the cap, and reads lines the same whatever the reads: a hit
-        # further into its line than the cap counts for nothing (the rest of a line past the cap is
-        # skipped, _in_long_line); a terminating line longer than the cap is not parsed (Ollama,
-        # Gemini: not a terminator) nor looked at for a glued response (it ends at its blank line);
-        # a Gemini finish whose next event is longer than the cap ends its response.
-        self._line_cap = line_cap
-        self._in_long_line: bool | int = False
         needle = _NEEDLES.get(format)
         self._needle = needle
         self._needles: tuple = (needle,)
@@ -266,8 +250,7 @@ class Splitter:
         """
         if self.format != "openai-chat" or self.framing == EVENTSTREAM:
             return []
-        cuts, _ = Splitter(self.format, self.framing, errors=True, glued=self._glued,
-                           line_cap=self._line_cap).scan(segment, 0, True)
+        cuts, _ = Splitter(self.format, self.framing, errors=True, glued=self._glued).scan(segment, 0, True)
         return [c for c in cuts if _CONTENT.search(segment, c) is not None]
 
     def scan(self, buf: bytes, pos: int, final: bool) -> tuple[list[int], int]:
@@ -285,10 +268,6 @@ class Splitter:
             return [], len(buf)
         cuts: list[int] = []
         n = len(buf)
-        if self._in_long_line:
-            pos = self._past_long_line(buf, pos, final)
-            if pos < 0:
-                return cuts, n
         if self._running:
             e = _blank_line(buf, pos)
             if e is None:
@@ -322,22 +301,12 @@ class Splitter:
                         cuts.append(cut)
                         pos = self._gemini_cut = cut
                         continue
-                if not final and n - safe > self._line_cap + HOLD and n - _line_start(buf, n, safe) == n - safe:
-                    # The last line runs past the cap: a new responseId within it is looked for now
-                    # (the rest of the line is skipped), as a scan of the line whole finds it.
-                    cut = self._gemini_new_id(buf, safe, n, pos) if gemini else None
-                    if cut is not None:
-                        cuts.append(cut)
-                        pos = self._gemini_cut = cut
-                        continue
-                    self._in_long_line = True
-                    return cuts, n
                 return cuts, safe
             hit = m.start()
-            line_start = _line_start(buf, hit, pos)
-            if hit - line_start > self._line_cap or not self._context_ok(buf, hit, pos):
+            if not self._context_ok(buf, hit, pos):
                 pos = m.end()
                 continue
+            line_start = _line_start(buf, hit, pos)
             if gemini:  # (before the hit's end is looked for: a new response may start before the hit)
                 cut = self._gemini_new_id(buf, pos, line_start)
                 if cut is not None:
@@ -358,19 +327,14 @@ class Splitter:
                         self._running = _CONFIRM
                     elif gemini and self.framing == SSE and _chunk_then_more(buf, line_start, n):
                         self._running = _PASS
-                    elif _LINE_END.search(buf, m.end()) is not None or n - line_start <= self._line_cap + 2:
-                        return cuts, line_start  # (unended: a glued capture's, GLUE_GAP past its data line at most)
-                    elif self.format in _PARSED:
-                        self._in_long_line = True  # a terminating line past the cap: no terminator (see __init__)
-                        return cuts, n
                     else:
-                        self._running = _CUT  # a terminating line past the cap: it ends at its blank line
+                        return cuts, line_start  # (unended: a glued capture's, GLUE_GAP past its data line at most)
                     return cuts, max(m.end(), n - _BLANK_HELD)
             else:
                 end = n if e is None else e.end()
                 # Glued needs a second "data:" in the event: counted in one pass at C speed first (the
                 # terminating event can be long, a Responses one repeats the whole output).
-                if self._unglue and buf.count(b"data:", line_start, end) > 1 and not self._long(buf, line_start, end):
+                if self._unglue and buf.count(b"data:", line_start, end) > 1:
                     end = _unglued_end(buf, line_start, end) or end  # (None only for an event still arriving)
             verdict = self._confirm(buf, line_start, end, final)
             if verdict is None:  # more bytes are needed to decide
@@ -383,25 +347,6 @@ class Splitter:
             if ok and (end < n or not final):
                 cuts.append(end)
                 self._gemini_id = None
-
-    def _long(self, buf: bytes, line_start: int, end: int) -> bool:
-        """Tell whether the line at line_start (within buf[:end]) is longer than the cap."""
-        e = _LINE_END.search(buf, line_start, end)
-        return (e.start() if e is not None else end) - line_start > self._line_cap
-
-    def _past_long_line(self, buf: bytes, pos: int, final: bool) -> int:
-        """Return where the over-long line being skipped ends in buf (a line start), or -1 when it goes on."""
-        if self._in_long_line is _AT_CR:  # it ended at a CR that ended the last read: an LF here is its too
-            self._in_long_line = False
-            return pos + 1 if buf[pos:pos + 1] == b"\n" else pos
-        e = _LINE_END.search(buf, pos)
-        if e is None:
-            return -1
-        if e.end() == len(buf) and buf[e.start()] == 0x0D and not final:
-            self._in_long_line = _AT_CR
-            return -1
-        self._in_long_line = False
-        return e.end()
 
     # -- context and confirmation --------------------------------------------------------------
 
@@ -423,8 +368,6 @@ class Splitter:
 
     def _confirm(self, buf: bytes, line_start: int, end: int, final: bool) -> tuple[bool, int] | None:
         fmt = self.format
-        if fmt in _PARSED and self._long(buf, line_start, end):
-            return False, end  # a line past the cap, which the Accumulator drops: no terminator
         if fmt == "ollama":
             obj = _parse_line(buf[line_start:end])
             return (type(obj) is dict and obj.get("done") is True), end
@@ -440,9 +383,7 @@ class Splitter:
                 return (True, end) if final else None
             e2 = self._end.search(buf, nxt.start())
             if e2 is None and not final:
-                return (True, end) if len(buf) - nxt.start() > self._line_cap + 2 else None
-            if e2 is not None and e2.start() - nxt.start() > self._line_cap:
-                return True, end  # the next event is past the cap: its responseId is not looked for
+                return None
             following = buf[nxt.start():e2.end() if e2 else len(buf)]
             same = obj.get("responseId")
             m = _RESPONSE_ID.search(following)
@@ -482,28 +423,22 @@ class Splitter:
             return True, end
         return True, end
 
-    def _gemini_new_id(self, buf: bytes, pos: int, upto: int, floor: int | None = None) -> int | None:
-        """Return where a chunk with a new responseId starts in buf[pos:upto] (no earlier than floor), if one does.
-
-        A responseId further into its line than the cap counts for nothing (see __init__).
-        """
+    def _gemini_new_id(self, buf: bytes, pos: int, upto: int) -> int | None:
+        """Return where a chunk with a new responseId starts in buf[pos:upto], if one does."""
         if upto <= pos:
             return None
-        floor = pos if floor is None else floor
         current = self._gemini_id
         if current is None:
-            for m in _RESPONSE_ID.finditer(buf, pos, upto):
-                if m.start() - _line_start(buf, m.start(), floor) <= self._line_cap:
-                    current = self._gemini_id = m.group(0)
-                    break
-            else:
+            m = _RESPONSE_ID.search(buf, pos, upto)
+            if m is None:
                 return None
+            current = self._gemini_id = m.group(0)
         # Common case, all C: every responseId key in the range is the current one.
         if buf.count(b'"responseId"', pos, upto) == buf.count(current, pos, upto):
             return None
         for m in _RESPONSE_ID.finditer(buf, pos, upto):
-            if m.group(0) != current and m.start() - _line_start(buf, m.start(), floor) <= self._line_cap:
-                start = _event_start(buf, m.start(), floor, self.framing)
+            if m.group(0) != current:
+                start = _event_start(buf, m.start(), pos, self.framing)
                 if start == pos == self._gemini_cut:  # the cut just made is this id's: it is the current one now
                     current = self._gemini_id = m.group(0)
                     continue
@@ -517,25 +452,17 @@ class Splitter:
         """Cut just after each array's closing bracket; scan calls start at a line start or a cut."""
         n = len(buf)
         cuts = [m.end() for m in _ARRAY_END.finditer(buf, pos) if m.end() < n or not final]
-        mid_line, self._in_long_line = self._in_long_line, False  # (the buffer starts inside a long line)
-        if pos == 0 and not mid_line and buf[:1] == b"]" and (not cuts or cuts[0] != 1) and (n > 1 or not final):
+        if pos == 0 and buf[:1] == b"]" and (not cuts or cuts[0] != 1) and (n > 1 or not final):
             cuts.insert(0, 1)  # a line starts at the buffer's start
         if final:
             return cuts, n
         safe = _line_start(buf, max(pos, n - HOLD), pos)
         last = buf.rstrip(b" \t\r\n")
-        bracket = last.endswith(b"]") and len(last) - 1 >= pos
-        if bracket:
+        if last.endswith(b"]") and len(last) - 1 >= pos:
             # A bracket the next read may show to be the end (a "[" may follow): scan its line again.
             safe = min(safe, _line_start(buf, len(last) - 1, pos))
-        if n - safe > self._line_cap:
-            # A line past the cap (a whole array written on one line): held from a point inside it, not its start.
-            safe = len(last) - 1 if bracket else max(safe, n - HOLD)
-            self._in_long_line = safe > 0 and buf[safe - 1] not in b"\r\n"
         if cuts:
             safe = max(safe, cuts[-1])
-            if safe == cuts[-1]:
-                self._in_long_line = False
         return cuts, safe
 
     # -- the binary AWS event stream ---------------------------------------------------------

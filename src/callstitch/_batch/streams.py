@@ -8,7 +8,6 @@ import stat
 from typing import Any, Callable
 
 from .._formats.recognition import only_keep_alives
-from .._limits import event_bytes
 from .._results import only_an_end
 from .._wire.framing import EVENTSTREAM
 from . import settings
@@ -40,8 +39,7 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         raw.seek(task.start)
     reads = Reads(reader, task.start, task.end)
     fmt, framing, cut, head = _split_spec(task, reads)
-    cap = event_bytes(out.limits)
-    make = lambda: Splitter(fmt, framing, glued=cut, line_cap=cap)  # noqa: E731
+    make = lambda: Splitter(fmt, framing, glued=cut)  # noqa: E731
     start = task.start
     if start and not task.exact:
         start = first_cut(raw, start, make, framing)
