@@ -111,3 +111,42 @@ def test_problems_up_to_the_cap_are_all_kept():
         assert len(paths) == min(n, PROBLEMS_KEPT) + (n > PROBLEMS_KEPT)
         more = min(n, PROBLEMS_KEPT) - 4
         assert f"- and {'over ' if n > PROBLEMS_KEPT else ''}{more} more problems" in verdict.retry_message
+
+
+def test_a_chain_of_all_of_over_two_refs_to_one_schema_fills_in_linear_steps(monkeypatch):
+    # Found by a review of 97f12e0: linked plans followed a child they share once per link, so
+    # N_k = allOf[$ref A_k, $ref B_k], both leading to N_k+1 through x, took 2**levels fills.
+    from callstitch._validate import defaults
+    depth = 16
+    defs = {f"N{depth}": {"type": "object", "properties": {"leaf": {"default": True}}}}
+    for k in range(depth):
+        deeper = {"$ref": f"#/$defs/N{k + 1}"}
+        defs[f"N{k}"] = {"type": "object", "allOf": [{"$ref": f"#/$defs/A{k}"}, {"$ref": f"#/$defs/B{k}"}]}
+        defs[f"A{k}"] = {"properties": {"x": deeper}}
+        defs[f"B{k}"] = {"properties": {"x": deeper, "d": {"default": k}}}
+    plan = plan_defaults({"$ref": "#/$defs/N0", "$defs": defs})
+    value: dict = {}
+    for _ in range(depth):
+        value = {"x": value}
+    calls = []
+    fill = defaults.fill_defaults
+    monkeypatch.setattr(defaults, "fill_defaults", lambda *a: calls.append(1) or fill(*a))
+    filled = defaults.fill_defaults(value, plan)
+    assert len(calls) <= 2 * depth + 2  # one a level (2**16 before)
+    level = filled
+    for k in range(depth):
+        assert level["d"] == k
+        level = level["x"]
+    assert level == {"leaf": True}
+
+
+@pytest.mark.parametrize("through", ["allOf", "$ref"])
+def test_a_default_from_all_of_or_a_reference_comes_before_the_schemas_own(through):
+    # As before 97f12e0, whichever way the other schema is reached (the review found a $ref's lost).
+    other = {"properties": {"k": {"default": 1}}}
+    schema = {"type": "object", "properties": {"k": {"default": 2}}}
+    if through == "allOf":
+        schema["allOf"] = [other]
+    else:
+        schema.update({"$ref": "#/$defs/O", "$defs": {"O": other}})
+    assert Toolset({"f": schema}).check(call("f", {})).arguments == {"k": 1}

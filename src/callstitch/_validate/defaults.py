@@ -131,16 +131,26 @@ class _Planner:
 
 
 def _with_linked(plan: DefaultsPlan) -> list[DefaultsPlan] | tuple[DefaultsPlan]:
-    """Return plan and every plan it links through also, at any remove, each once, nearest first."""
+    """Return plan and every plan it links through also, at any remove, each once, in the order they apply.
+
+    A linked plan comes before the plan linking it (a referenced schema's default for a key
+    before the schema's own, as when plans were copied in), and links in the order they were met.
+    """
     if not plan.also:
         return (plan,)
-    out = [plan]
+    out: list[DefaultsPlan] = []
     seen = {id(plan)}
-    for each in out:  # (grows as it goes: breadth first)
-        for other in each.also:
+    stack: list[tuple[DefaultsPlan, int]] = [(plan, 0)]
+    while stack:  # depth first, each plan after the plans it links
+        each, i = stack.pop()
+        if i < len(each.also):
+            stack.append((each, i + 1))
+            other = each.also[i]
             if id(other) not in seen:
                 seen.add(id(other))
-                out.append(other)
+                stack.append((other, 0))
+        else:
+            out.append(each)
     return out
 
 
@@ -161,6 +171,9 @@ def fill_defaults(value: Any, plan: DefaultsPlan, _depth: int = 0) -> Any:
         raise TooDeep(f"the arguments are nested deeper than {FILL_DEPTH} levels where the schema has defaults, "
                       "too deep to fill them")
     plans = _with_linked(plan)  # (the first default for a key wins)
+    # A child plan two linked plans share is followed once (as when plans were copied in): twice
+    # at every level of allOf over two $refs to one schema, the fill took 2**levels steps.
+    followed: set | None = set() if len(plans) > 1 else None
     if type(value) is dict:
         out = None
         for each in plans:
@@ -170,6 +183,10 @@ def fill_defaults(value: Any, plan: DefaultsPlan, _depth: int = 0) -> Any:
                         out = dict(value)
                     out[key] = copy.deepcopy(default) if mutable else default
             for key, child in each.children:
+                if followed is not None:
+                    if (key, id(child)) in followed:
+                        continue
+                    followed.add((key, id(child)))
                 current = value.get(key) if out is None else out.get(key)
                 if current is None:
                     continue
@@ -183,6 +200,10 @@ def fill_defaults(value: Any, plan: DefaultsPlan, _depth: int = 0) -> Any:
         out_list = None
         for each in plans:
             for child in each.items:
+                if followed is not None:
+                    if id(child) in followed:
+                        continue
+                    followed.add(id(child))
                 for i in range(len(value)):
                     item = value[i] if out_list is None else out_list[i]
                     filled = fill_defaults(item, child, _depth + 1)
@@ -191,6 +212,10 @@ def fill_defaults(value: Any, plan: DefaultsPlan, _depth: int = 0) -> Any:
                             out_list = list(value)
                         out_list[i] = filled
             for i, child in each.prefix:
+                if followed is not None:
+                    if (i, id(child)) in followed:
+                        continue
+                    followed.add((i, id(child)))
                 if i < len(value):
                     item = value[i] if out_list is None else out_list[i]
                     filled = fill_defaults(item, child, _depth + 1)
