@@ -579,6 +579,14 @@ def test_a_response_ended_by_an_in_band_error_is_its_own_stream_wherever_the_rea
         with twin_accumulator(impl), patched(BLOCK=4096, PROBE=(4096,)):
             records, _ = run([path], format="openai-chat")
         assert [(r["stream"], r["id"]) for r in records] == [(40, "call_a"), (41, "call_b")], shift
+    # The bytes read again are bounded: past REREAD_BYTES the stream is left as it is (one stream).
+    path = write(workdir, "inband.sse", filler * 40 + b": " + b"k" * 150 + b"\n\n" + a + b)  # A across the read's end
+    asked = []
+    pread = os.pread
+    with twin_accumulator(impl), patched(BLOCK=4096, PROBE=(4096,), REREAD_BYTES=len(a + b) - 1), \
+            mock.patch.object(os, "pread", lambda fd, n, at: asked.append(n) or pread(fd, n, at)):
+        records, _ = run([path], format="openai-chat")
+    assert [(r["stream"], r["id"]) for r in records] == [(40, "call_a"), (40, "call_b")] and not asked
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -637,3 +645,14 @@ def test_lines_past_a_small_event_limit_are_cut_alike_whatever_the_reads(workdir
         settings_["RANGE"] = range_bytes
     with patched(**settings_):
         assert read() == whole
+
+
+def test_no_temporary_directory_leaves_the_records_in_memory(workdir):
+    # Found by a review of the spill: a run with no writable temporary directory failed outright.
+    path = write(workdir, "many.sse.gz", gzip.compress(b"".join(BODIES["openai-chat"] * 20)))
+    want = run([path])
+
+    def refuse(**kw):
+        raise OSError(30, "Read-only file system")
+    with patched(SPILL_BYTES=1024), mock.patch.object(tempfile, "mkdtemp", refuse):
+        assert run([path]) == want

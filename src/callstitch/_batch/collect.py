@@ -133,7 +133,7 @@ class Collector:
             if not self.absolute:
                 self.marks.extend([stream] * len(lines))
         if self.spill is not None:
-            self.held += sum(map(len, lines))
+            self.held += sum(map(len, lines)) + len(self.prefix or b"") * len(lines)  # (a prefix each, about)
             if self.held > self.spill_bytes:
                 self._spill()
 

@@ -78,12 +78,17 @@ class Batch:
 
     def chunks(self) -> Iterator[bytes]:
         """Yield the output, JSON lines in blocks, in the order of the sources."""
-        # The records of a whole source past SPILL_BYTES wait in a file here, not in memory.
-        self._plan.spill = tempfile.mkdtemp(prefix="callstitch-")
+        # The records of a whole source past SPILL_BYTES wait in a file here, not in memory
+        # (where no temporary directory can be made, in memory).
+        try:
+            self._plan.spill = tempfile.mkdtemp(prefix="callstitch-")
+        except OSError:
+            self._plan.spill = None
         try:
             yield from self._chunks()
         finally:  # (also when the consumer stops early: the files of tasks not read yet go too)
-            shutil.rmtree(self._plan.spill, ignore_errors=True)
+            if self._plan.spill is not None:
+                shutil.rmtree(self._plan.spill, ignore_errors=True)
 
     def _chunks(self) -> Iterator[bytes]:
         s = self.summary

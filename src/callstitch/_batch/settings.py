@@ -23,3 +23,4 @@ PROBE_MORE = 16 << 20    # and how far it reads on while the first event is not 
 MAX_PROBLEMS = 50        # problems a task describes one by one (the rest are counted)
 BIG_LINE = 1 << 16       # a record line longer than this is kept as it is, not copied
 SPILL_BYTES = 32 << 20   # the records a whole-source task holds before they go to a temporary file
+REREAD_BYTES = 16 << 20  # the most of a stream read again to cut it at an in-band error (streams._emit)

@@ -123,10 +123,12 @@ def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo
     """Record one finished stream; return how many streams it was (an in-band error may end one early).
 
     The stream is buf[lo:c], or from an earlier read when lo < 0: its bytes are then read again
-    (reread) to be cut, if they can be (a plain file). follows: a response comes before this one
-    in its source (in an earlier range, perhaps).
+    (reread) to be cut, if they can be (a plain file) and are no more than REREAD_BYTES (the
+    memory it takes). follows: a response comes before this one in its source (in an earlier
+    range, perhaps).
     """
-    if buf is not None and (lo >= 0 or reread is not None) and any(e.kind == "in-band error" for e in result.errors):
+    if (buf is not None and (lo >= 0 or (reread is not None and c - lo <= settings.REREAD_BYTES))
+            and any(e.kind == "in-band error" for e in result.errors)):
         segment = bytes(buf[lo:c]) if lo >= 0 else reread(acc_start, acc_start - lo + c)  # type: ignore[misc]
         inner = splitter.error_cuts(segment)
         if inner:  # the stream held two responses: one ended by an error, without [DONE]
