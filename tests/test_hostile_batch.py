@@ -656,3 +656,14 @@ def test_no_temporary_directory_leaves_the_records_in_memory(workdir):
         raise OSError(30, "Read-only file system")
     with patched(SPILL_BYTES=1024), mock.patch.object(tempfile, "mkdtemp", refuse):
         assert run([path]) == want
+
+
+@pytest.mark.xfail(strict=True, reason="found by fuzz_batch on 2026-12-07, older than that session (e92f369 "
+                                       "does the same): range tasks number one call's stream 4, a whole read 2")
+def test_range_tasks_number_the_streams_of_a_mangled_chat_capture_as_a_whole_read_does(workdir):
+    data = open(os.path.join(os.path.dirname(__file__), "fixtures", "fuzz", "range-stream-numbering.sse"), "rb").read()
+    path = write(workdir, "capture.sse", data)
+    limits = callstitch.Limits(call_bytes=4096, stream_bytes=16384, calls=16, choices=4, event_bytes=2048)  # fuzz's
+    whole = run([path], limits=limits)[0]
+    with patched(RANGE=64):
+        assert run([path], limits=limits)[0] == whole
