@@ -241,6 +241,10 @@ class Splitter:
         self._gemini_cut = -1
         # 0, or _CUT, _CONFIRM, _PASS (above): what comes until that blank line is fed, not held.
         self._running = 0
+        # Whether the next buffer scanned starts a line (the input's start, or just after a line
+        # break): a JSON array's cut falls just after a "]", inside a line, and a "]" there closes
+        # no array (_scan_array). A range task that starts at such a cut says so (streams.read_body).
+        self.at_line_start = True
 
     def error_cuts(self, segment: bytes) -> list[int]:
         """Return the cuts inside one stream's bytes that an in-band error event makes (OpenAI style).
@@ -452,7 +456,7 @@ class Splitter:
         """Cut just after each array's closing bracket; scan calls start at a line start or a cut."""
         n = len(buf)
         cuts = [m.end() for m in _ARRAY_END.finditer(buf, pos) if m.end() < n or not final]
-        if pos == 0 and buf[:1] == b"]" and (not cuts or cuts[0] != 1) and (n > 1 or not final):
+        if pos == 0 and self.at_line_start and buf[:1] == b"]" and (not cuts or cuts[0] != 1) and (n > 1 or not final):
             cuts.insert(0, 1)  # a line starts at the buffer's start
         if final:
             return cuts, n
@@ -463,6 +467,8 @@ class Splitter:
             safe = min(safe, _line_start(buf, len(last) - 1, pos))
         if cuts:
             safe = max(safe, cuts[-1])
+        if safe > pos:
+            self.at_line_start = buf[safe - 1] in b"\r\n"
         return cuts, safe
 
     # -- the binary AWS event stream ---------------------------------------------------------

@@ -63,6 +63,8 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         reads.position = start
     acc_format = fmt if fmt != "auto" else task.format
     splitter = make()
+    if start:  # (a range task: its start is a cut, after a line break or, in a JSON array, a "]")
+        splitter.at_line_start = _byte_before(raw, start) in (b"\n", b"\r")
     if cut:
         ends: Any = _Cuts(head, splitter, acc_format, out.limits)
     else:
@@ -73,6 +75,14 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
 
 # Reads the bytes [a, b) of a source again.
 Reread = Callable[[int, int], bytes]
+
+
+def _byte_before(raw: Any, start: int) -> bytes:
+    """Return the byte of a plain file just before start (b"" where it cannot be read)."""
+    try:
+        return os.pread(raw.fileno(), 1, start - 1)
+    except (AttributeError, OSError, ValueError):
+        return b""
 
 
 def _rereader(raw: Any) -> Reread | None:
@@ -101,6 +111,7 @@ def first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int
     if lo and framing != EVENTSTREAM:
         nl = data.find(b"\n")
         skip = nl + 1 if nl >= 0 else 0
+        splitter.at_line_start = nl >= 0
         data = data[skip:]
         lo += skip
     base, tail = lo, b""
