@@ -668,3 +668,14 @@ def test_range_tasks_number_the_streams_of_a_mangled_chat_capture_as_a_whole_rea
     whole = run([path], limits=limits)[0]
     with patched(RANGE=64):
         assert run([path], limits=limits)[0] == whole
+
+
+@pytest.mark.xfail(strict=True, reason="found by fuzz_batch on 2026-12-07 after 921ef71, older than it: range "
+                                       "tasks of 64 bytes read one call's arguments differently than a whole read")
+def test_range_tasks_read_a_mangled_capture_s_call_as_a_whole_read_does(workdir):
+    data = open(os.path.join(os.path.dirname(__file__), "fixtures", "fuzz", "range-call-bytes.sse"), "rb").read()
+    path = write(workdir, "capture.sse", data)
+    limits = callstitch.Limits(call_bytes=4096, stream_bytes=16384, calls=16, choices=4, event_bytes=2048)  # fuzz's
+    whole = run([path], limits=limits)[0]
+    with patched(RANGE=64):
+        assert run([path], limits=limits)[0] == whole
