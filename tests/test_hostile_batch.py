@@ -662,9 +662,14 @@ def test_range_tasks_number_the_streams_of_a_mangled_chat_capture_as_a_whole_rea
     # Found by fuzz_batch (older than the session that found it): a file starting with "[" is a
     # JSON array to the splitter, whose cut falls just after a "]"; a range task starting at such a
     # cut took its first byte for a line's, and a "]" there for an array's end: a stream more each.
-    data = open(os.path.join(os.path.dirname(__file__), "fixtures", "fuzz", "range-stream-numbering.sse"), "rb").read()
+    _ranged_as_whole(workdir, "range-stream-numbering.sse")
+
+
+def _ranged_as_whole(workdir, fixture: str) -> None:
+    """Check that range tasks of 64 bytes give a fuzz fixture the records a whole read does (fuzz_batch's limits)."""
+    data = open(os.path.join(os.path.dirname(__file__), "fixtures", "fuzz", fixture), "rb").read()
     path = write(workdir, "capture.sse", data)
-    limits = callstitch.Limits(call_bytes=4096, stream_bytes=16384, calls=16, choices=4, event_bytes=2048)  # fuzz's
+    limits = callstitch.Limits(call_bytes=4096, stream_bytes=16384, calls=16, choices=4, event_bytes=2048)
     whole = run([path], limits=limits)[0]
     with patched(RANGE=64):
         assert run([path], limits=limits)[0] == whole
@@ -673,9 +678,4 @@ def test_range_tasks_number_the_streams_of_a_mangled_chat_capture_as_a_whole_rea
 @pytest.mark.xfail(strict=True, reason="found by fuzz_batch on 2026-12-07 after 921ef71, older than it: range "
                                        "tasks of 64 bytes read one call's arguments differently than a whole read")
 def test_range_tasks_read_a_mangled_capture_s_call_as_a_whole_read_does(workdir):
-    data = open(os.path.join(os.path.dirname(__file__), "fixtures", "fuzz", "range-call-bytes.sse"), "rb").read()
-    path = write(workdir, "capture.sse", data)
-    limits = callstitch.Limits(call_bytes=4096, stream_bytes=16384, calls=16, choices=4, event_bytes=2048)  # fuzz's
-    whole = run([path], limits=limits)[0]
-    with patched(RANGE=64):
-        assert run([path], limits=limits)[0] == whole
+    _ranged_as_whole(workdir, "range-call-bytes.sse")

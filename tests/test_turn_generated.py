@@ -57,6 +57,15 @@ def _args(r: random.Random) -> dict:
     return {f"{r.choice(['city', 'q', 'n', 'opts'])}{n}": _value(r) for n in range(r.randint(1, 4))}
 
 
+def _read_back(impl, fmt: str, body: bytes, seed: int):
+    """Return the Result of body fed to impl in random cuts (seeded); it must hold no error."""
+    acc = impl.Accumulator(format=fmt)
+    feed_pieces(acc, body, random_cuts(len(body), seed))
+    result = acc.finalize()
+    assert not result.errors
+    return result
+
+
 def _leaves(value, path: str = "$"):
     if isinstance(value, dict):
         for key, inner in value.items():
@@ -169,10 +178,7 @@ def _gemini_case(seed: int) -> tuple[bytes, dict]:
 def test_a_gemini_turn_comes_back_as_the_non_streamed_response(both, seed):
     body, response = _gemini_case(seed)
     for impl in both:
-        acc = impl.Accumulator(format="gemini")
-        feed_pieces(acc, body, random_cuts(len(body), seed))
-        result = acc.finalize()
-        assert not result.errors
+        result = _read_back(impl, "gemini", body, seed)
         assert result.to_response() == response, impl.__name__
         for candidate in response["candidates"]:
             assert result.to_message(candidate["index"]) == candidate["content"]
@@ -243,10 +249,7 @@ def test_an_anthropic_turn_equals_the_sdks_message(both, seed):
     body = _anthropic_case(seed)
     want = sdk_message(body)
     for impl in both:
-        acc = impl.Accumulator(format="anthropic")
-        feed_pieces(acc, body, random_cuts(len(body), seed))
-        result = acc.finalize()
-        assert not result.errors
+        result = _read_back(impl, "anthropic", body, seed)
         ours = result.to_response()
         Message.model_validate(ours)
         assert _as_json(ours) == _without_sdk_stop_details(ours, dict(want)), impl.__name__
@@ -292,10 +295,7 @@ def test_an_openai_chat_turn_equals_the_sdks_completion(both, seed):
     body = _chat_case(seed)
     want = sdk_expected(chunks_of(body))
     for impl in both:
-        acc = impl.Accumulator(format="openai-chat")
-        feed_pieces(acc, body, random_cuts(len(body), seed))
-        result = acc.finalize()
-        assert not result.errors
+        result = _read_back(impl, "openai-chat", body, seed)
         ours = result.to_response()
         ChatCompletion.model_validate(ours)
         assert ours == want, impl.__name__

@@ -205,23 +205,24 @@ def fill_defaults(value: Any, plan: DefaultsPlan, _depth: int = 0) -> Any:
                         continue
                     followed.add(id(child))
                 for i in range(len(value)):
-                    item = value[i] if out_list is None else out_list[i]
-                    filled = fill_defaults(item, child, _depth + 1)
-                    if filled is not item:
-                        if out_list is None:
-                            out_list = list(value)
-                        out_list[i] = filled
+                    out_list = _fill_item(value, out_list, i, child, _depth)
             for i, child in each.prefix:
                 if followed is not None:
                     if (i, id(child)) in followed:
                         continue
                     followed.add((i, id(child)))
                 if i < len(value):
-                    item = value[i] if out_list is None else out_list[i]
-                    filled = fill_defaults(item, child, _depth + 1)
-                    if filled is not item:
-                        if out_list is None:
-                            out_list = list(value)
-                        out_list[i] = filled
+                    out_list = _fill_item(value, out_list, i, child, _depth)
         return value if out_list is None else out_list
     return value
+
+
+def _fill_item(value: list, out_list: list | None, i: int, child: DefaultsPlan, depth: int) -> list | None:
+    """Fill item i of a list with child's defaults; return the list's copy (made at the first change) or None."""
+    item = value[i] if out_list is None else out_list[i]
+    filled = fill_defaults(item, child, depth + 1)
+    if filled is not item:
+        if out_list is None:
+            out_list = list(value)
+        out_list[i] = filled
+    return out_list
