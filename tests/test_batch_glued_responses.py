@@ -167,7 +167,13 @@ def test_a_chat_source_is_cut_by_the_splitter_only_when_glued(head, cuts):
     (b'data: {"choices":[]}\n\n', [36]),               # a blank line: [DONE] opens its own event
     (b'data: {"choices":[]}\r\n\r\n', [38]),
     (b'data: {"choices":[]}\n\n: ping\n', [43]),
-], ids=["data", "data-crlf", "comment", "id", "blank", "blank-crlf", "blank-then-comment"])
+    # A "[DONE]" inside the data line before, turned down (no line start before its "data:"): the
+    # look back for the event's first line must still start from a line start (found by fuzz_batch).
+    (b'data: {"choices":[]}\ndata: x data: [DONE] y\n', []),
+    (b'data: {"choices":[]}\n\nxdata: [DONE]\ndata: {}\n', []),
+    (b'data: {"choices":[]}\n\n: data: [DONE]\n', [51]),
+], ids=["data", "data-crlf", "comment", "id", "blank", "blank-crlf", "blank-then-comment", "done-inside-data",
+        "done-inside-data-2", "done-inside-comment"])
 def test_the_chat_splitter_cuts_at_a_done_only_where_it_opens_an_event(before, cuts):
     body = before + b"data: [DONE]\n\n" + b'data: {"choices":[]}\n\n'
     found, _ = Splitter("openai-chat", "sse").scan(body, 0, True)

@@ -293,29 +293,32 @@ class Splitter:
         self._gemini_cut = -1  # where this scan last cut for a new responseId (a position in this buf)
         needles = self._needles
         found: list = [False] * len(needles)  # the next hit of each needle (None: no more)
+        # Where the lines looked back on start: pos after a cut, never after a hit turned down (that
+        # is inside a line, and a line start looked for from there would be no line's start).
+        floor = pos
         while True:
             m = _next_hit(needles, found, buf, pos)
             if m is None:
                 # Keep the last line back (a terminator may be cut by the read): the next
                 # scan then starts at a line start, where the context checks hold.
-                safe = n if final else _line_start(buf, max(pos, n - HOLD), pos)
+                safe = n if final else _line_start(buf, max(pos, n - HOLD), floor)
                 if gemini:
                     cut = self._gemini_new_id(buf, pos, safe)
                     if cut is not None:
                         cuts.append(cut)
-                        pos = self._gemini_cut = cut
+                        pos = floor = self._gemini_cut = cut
                         continue
                 return cuts, safe
             hit = m.start()
-            if not self._context_ok(buf, hit, pos):
+            if not self._context_ok(buf, hit, floor):
                 pos = m.end()
                 continue
-            line_start = _line_start(buf, hit, pos)
+            line_start = _line_start(buf, hit, floor)
             if gemini:  # (before the hit's end is looked for: a new response may start before the hit)
                 cut = self._gemini_new_id(buf, pos, line_start)
                 if cut is not None:
                     cuts.append(cut)
-                    pos = self._gemini_cut = cut
+                    pos = floor = self._gemini_cut = cut
                     continue
             e = self._end.search(buf, m.end())
             if e is None and not final:
@@ -347,7 +350,7 @@ class Splitter:
             if end < 0:  # Bedrock's metadata event, the response's too, runs on to its blank line
                 self._running = _CUT
                 return cuts, n - _BLANK_HELD
-            pos = end
+            pos = floor = end
             if ok and (end < n or not final):
                 cuts.append(end)
                 self._gemini_id = None
