@@ -25,6 +25,20 @@ def impl(request):
     return load_implementation(request.param)
 
 
+@pytest.fixture(params=list(IMPLEMENTATIONS), ids=list(IMPLEMENTATIONS))
+def every_twin(request, monkeypatch):
+    """One twin for the whole process tree: the batch layer here and every subprocess (the CLI, its workers).
+
+    Subprocesses pick theirs the way any import does, by CALLSTITCH_NO_EXTENSIONS ("0": the
+    compiled one); the batch layer run in this process (and its forked workers) by settings.
+    """
+    from callstitch._batch import settings as batch_settings
+    twin = load_implementation(request.param)
+    monkeypatch.setenv("CALLSTITCH_NO_EXTENSIONS", "1" if request.param == "py" else "0")
+    monkeypatch.setattr(batch_settings, "Accumulator", twin.Accumulator)
+    return twin
+
+
 @pytest.fixture(scope="session")
 def both():
     """Both twins at once, for tests that compare them."""

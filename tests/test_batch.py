@@ -292,6 +292,7 @@ def test_a_long_stretch_without_a_cut_is_scanned_once(twin, tmp_path, monkeypatc
     assert sorted({r["stream"] for r in whole}) == [0, 1, 2]
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_jobs_keep_the_order(tmp_path, monkeypatch):
     monkeypatch.setattr(settings, "RANGE", 20000)
     paths = []
@@ -459,6 +460,7 @@ def test_compressed_by_magic_bytes(twin, tmp_path, compress):
         [(r["stream"], r["id"]) for r in _expected(twin, bodies, path)]
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_compressed_har_and_jsonl(tmp_path):
     body = _bodies("openai-chat", n=1)[0]
     har = {"log": {"entries": [{"response": {"content": {"mimeType": "text/event-stream", "text": body.decode()}}}]}}
@@ -471,6 +473,7 @@ def test_compressed_har_and_jsonl(tmp_path):
     assert not batch.summary.failed
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_bad_inputs_never_stop_the_run(tmp_path):
     good = _write(tmp_path, "good.sse", _bodies("openai-chat", n=1)[0])
     corrupt = _write(tmp_path, "bad.sse.gz", gzip.compress(_bodies("openai-chat", n=3)[0] * 3)[:300])
@@ -485,6 +488,7 @@ def test_bad_inputs_never_stop_the_run(tmp_path):
     assert batch.summary.sources == 4
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_directories_and_globs(tmp_path):
     sub = tmp_path / "a" / "b"
     sub.mkdir(parents=True)

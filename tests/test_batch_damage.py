@@ -148,6 +148,7 @@ def test_a_small_archive_cut_short_keeps_all_that_decodes(twin, tmp_path, codec,
     assert len(records) >= 2
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_a_small_gzip_cut_short_through_the_cli(tmp_path):
     # The CLI's path to the same promise: what decoded before the damage is read, then the damage reported.
     whole = b"".join(one_call_body(i) for i in range(3))
@@ -159,6 +160,7 @@ def test_a_small_gzip_cut_short_through_the_cli(tmp_path):
     assert b"corrupt archive" in proc.stderr
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_corrupt_gzip_member_through_the_cli(tmp_path):
     # A good member, then one with a valid header and bad deflate data: the first member's calls
     # come out, the damage is reported with the file and the offset, and no traceback.
@@ -223,6 +225,7 @@ def _reading(path: str) -> bool:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fdinfo"), reason="needs /proc to see the reader at work")
 @pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_file_truncated_while_read(tmp_path, jobs):
     # Log rotation by copytruncate: the file is cut to 1 MiB while the CLI is in the middle of it.
     # Memory-mapped, that was a SIGBUS ("Bus error"; with -j 2 a BrokenProcessPool and 0 lines).
@@ -304,6 +307,7 @@ def test_dedupe_and_order_of_walked_files(tmp_path):
     assert globbed == [str(root / "day1" / "a.sse")]
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_named_pipe_on_the_command_line_is_read(tmp_path):
     # callstitch reassemble <(zcat day.sse.gz): the shell passes /dev/fd/N, a pipe.
     data = gzip.compress(b"".join(one_call_body(i) for i in range(30)))
@@ -318,6 +322,7 @@ def test_named_pipe_on_the_command_line_is_read(tmp_path):
     assert [orjson.loads(line)["id"] for line in out.splitlines()] == [f"call_{i}" for i in range(30)]
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_named_fifo_on_the_command_line_is_read(tmp_path):
     fifo = tmp_path / "tap.sse"
     os.mkfifo(fifo)
@@ -376,6 +381,7 @@ def _peak_rss_mb(*args: str, env: dict | None = None) -> tuple[int, float, bytes
     return int(rc), int(rss) / 1024, err
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_a_quarter_gigabyte_log_line_through_the_cli(tmp_path):
     # 256 MiB of line in a 250 KB gzip: the old reader joined it block by block (quadratic) and held
     # it whole before the 64 MiB event_bytes limit could see it.
@@ -427,6 +433,7 @@ def test_cli_memory_is_bounded_by_four_times_the_largest_call(tmp_path, twin_nam
     assert rss <= 4 * size / 2**20 + base, (rss, size)
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_small_records_are_held_compactly(tmp_path):
     # The lines of a whole task wait for its end; each small one is a compact copy, never a view
     # of orjson's buffer (several times the line: 94 MB held for 3.5 MB of lines when they were).

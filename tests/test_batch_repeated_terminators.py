@@ -98,6 +98,7 @@ def test_a_short_response_after_another_is_a_stream(twin, tmp_path, second):
     assert len(records) == 2
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_the_cli_counts_no_stream_for_a_repeated_terminator(tmp_path):
     path = tmp_path / "cap.sse"
     path.write_bytes(CHAT + b"data: [DONE]\n\n" + CHAT)

@@ -29,6 +29,7 @@ def test_keep_alives_after_the_last_response_are_no_stream(impl, monkeypatch, tm
     assert len(records) == (2 if body is CALL else 0)
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_the_cli_exits_0_on_a_capture_ending_in_a_keep_alive(tmp_path):
     path = tmp_path / "cap.sse"
     path.write_bytes(CALL + CALL + b": keep-alive\n\n")

@@ -50,6 +50,7 @@ def run(path, **kw):
     return records, (batch.summary.streams, batch.summary.calls, dict(batch.summary.errors))
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_keep_alives_after_an_unended_terminator_are_not_held(tmp_path):
     # The review's file, at a quarter of its size: memory must not grow with what follows.
     size = 12 * settings.BLOCK

@@ -15,6 +15,8 @@ import workload  # noqa: E402
 
 CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
 PARALLEL = os.path.join(CAPTURES, "openai__openai-python__chat-parallel-weather-and-stock.sse")
+# Every test here runs the command line on each twin (the variable reaches the subprocess).
+pytestmark = pytest.mark.usefixtures("every_twin")
 
 
 def run(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -173,8 +175,7 @@ def test_help_explains_with_examples():
         assert word in text
 
 
-@pytest.mark.parametrize("twin", ["c", "py"])
-def test_parquet_writes_a_choice_past_64_bits_as_null_and_says_so(tmp_path, twin):
+def test_parquet_writes_a_choice_past_64_bits_as_null_and_says_so(tmp_path):
     # A choice number is kept as sent, and JSON lines hold any integer; Parquet's int64 column does
     # not: the CLI died with an OverflowError traceback and wrote no file.
     pq = pytest.importorskip("pyarrow.parquet")
@@ -183,11 +184,10 @@ def test_parquet_writes_a_choice_past_64_bits_as_null_and_says_so(tmp_path, twin
                      b'"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\n'
                      b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ok","function":'
                      b'{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n')
-    env = {"CALLSTITCH_NO_EXTENSIONS": "1" if twin == "py" else "0"}
-    lines = run(str(body), env=env)
+    lines = run(str(body))
     assert lines.returncode == 0 and [r["choice"] for r in records(lines)] == [0, 2 ** 63]  # choices in order
     parquet = tmp_path / "big.parquet"
-    proc = run(str(body), "-o", str(parquet), env=env)
+    proc = run(str(body), "-o", str(parquet))
     assert proc.returncode == 1, proc.stderr
     assert b"Traceback" not in proc.stderr
     assert b"1 call's choice or index does not fit Parquet's int64: written as null" in proc.stderr
@@ -196,3 +196,10 @@ def test_parquet_writes_a_choice_past_64_bits_as_null_and_says_so(tmp_path, twin
         ("ok", 0, 0, {}), ("big", None, 0, {})]
     assert rows[0]["reason"] is None
     assert rows[1]["reason"] == "choice 9223372036854775808 does not fit Parquet's int64: written as null"
+
+
+def test_the_command_line_runs_the_twin_the_environment_picks(every_twin):
+    # What makes every test here run on both twins: the subprocess reads CALLSTITCH_NO_EXTENSIONS.
+    proc = subprocess.run([sys.executable, "-m", "callstitch", "--version"], capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert {"c": b"(c implementation)", "py": b"(python implementation)"}[every_twin.name] in proc.stdout

@@ -22,6 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
 
 EXIT_OUTPUT = 3
+# Every test here runs the command line on each twin (the variable reaches the subprocess).
+pytestmark = pytest.mark.usefixtures("every_twin")
 
 
 def cli(*args: str, env: dict | None = None, stdout: int | None = subprocess.PIPE,

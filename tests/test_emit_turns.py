@@ -73,6 +73,7 @@ def test_back_to_back_streams_cut_into_ranges_give_each_turn(twin, tmp_path, mon
     assert [r["response"] for r in whole] == [twin.reassemble(b, format=fmt).to_response() for b in bodies]
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_worker_processes_give_the_same_records(tmp_path):
     paths = BODIES[:12]
     assert turns(paths, jobs=2)[0] == turns(paths, jobs=1)[0]
@@ -163,6 +164,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_cli_writes_turns_as_json_lines_and_parquet(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     paths = [CHAT, os.path.join(CAPTURES, "anthropic__anthropic-sdk-python__text-then-tool.sse")]
@@ -181,6 +183,7 @@ def test_cli_writes_turns_as_json_lines_and_parquet(tmp_path):
         {k: r[k] for k in ("source", "stream", "format", "complete", "errors")} for r in lines]
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_cli_chat_messages(tmp_path):
     body = open(CHAT).read()
     path = _log(tmp_path, [{"req": REQUEST, "resp": body}])

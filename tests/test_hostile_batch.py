@@ -236,6 +236,7 @@ def test_mangled_containers_never_raise(impl, workdir, streams, container, seed)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams=st.lists(stream_sets(), min_size=2, max_size=4), range_bytes=st.sampled_from([3000, 20000, 1 << 20]),
        compressed=st.booleans())
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_jobs_write_the_same_bytes(workdir, streams, range_bytes, compressed):
     paths = []
     for group, bodies in map(bodies_of, streams):
@@ -325,6 +326,7 @@ def test_random_bytes_in_every_container(impl, workdir, container, seed):
         run([write(workdir, name, data)])  # and without the field
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_many_small_bad_events_keep_the_problems_bounded(workdir):
     # 200,000 broken events in one file: the problems a task describes are capped, the rest counted.
     data = b"data: {oops\n\n" * 200_000 + b"data: [DONE]\n\n"
@@ -377,6 +379,7 @@ def test_a_log_whose_first_line_holds_zero_bytes_is_still_a_log(impl, workdir):
 
 @SETTINGS
 @given(streams=stream_sets(), range_bytes=st.sampled_from([500, 3000, 20000]), lookback=st.sampled_from([512, 4096]))
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_range_tasks_read_what_a_whole_read_does(workdir, streams, range_bytes, lookback):
     # Whatever the cut into tasks, and however short the look back before each: the same records.
     _, bodies = bodies_of(streams)
@@ -386,6 +389,7 @@ def test_range_tasks_read_what_a_whole_read_does(workdir, streams, range_bytes, 
         assert run([path]) == whole
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_a_terminating_event_longer_than_the_look_back_loses_nothing(workdir):
     # Found by test_range_tasks_read_what_a_whole_read_does: a Responses stream's
     # response.completed event repeats its whole output (here 400 KB). A task boundary inside it
@@ -417,6 +421,7 @@ def _ranges_agree(path: str, whole: tuple, sizes: tuple = (64, 128, 200)) -> Non
 
 
 @pytest.mark.parametrize("junk", [b" \xff", b"x", b" [DONE]"])
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_a_done_line_with_more_on_it_ends_no_response_in_range_tasks_either(workdir, junk):
     # Found by fuzz_batch: the twins read "data: [DONE] \xff" as a malformed chunk, not as the end,
     # so a whole read kept one response; range tasks cut there, making two (and a "not a stream").
@@ -447,6 +452,7 @@ def test_a_done_line_spaced_as_the_twins_allow_ends_its_response(workdir, done):
 
 
 @pytest.mark.parametrize("between", [b"sage: x\n", b"", b": a comment\n", b"id: 7\n"])
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_a_done_event_with_a_later_data_line_ends_no_response_in_range_tasks(workdir, between):
     # Found by fuzz_batch: "data: [DONE]", other lines, then "data: x" before the blank line is one
     # event whose data is "[DONE]\nx": no terminator, and the twins read on. Range tasks cut there
@@ -461,6 +467,7 @@ def test_a_done_event_with_a_later_data_line_ends_no_response_in_range_tasks(wor
     _ranges_agree(path, whole, (32, 64, 100, 128, 200))
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_a_done_event_with_a_later_data_line_is_no_cut_in_a_stream_with_an_in_band_error(workdir):
     # Found by review: a stream holding an in-band error is cut again at its error events by a second
     # Splitter (error_cuts), which still took the later data line for a glued next response.
@@ -627,6 +634,7 @@ def _with_long_lines(group: str, body: bytes, lengths: list[int]) -> bytes:
 @SETTINGS
 @given(streams=stream_sets(), event_bytes=st.sampled_from([200, 700, 3000]), block=st.sampled_from([256, 1000]),
        lengths=st.lists(st.integers(50, 5000), max_size=3), range_bytes=st.sampled_from([None, 3000]))
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_lines_past_a_small_event_limit_are_cut_alike_whatever_the_reads(workdir, streams, event_bytes, block,
                                                                          lengths, range_bytes):
     # Lines past Limits.event_bytes, which the Accumulator drops: however the reads and the range
@@ -647,6 +655,7 @@ def test_lines_past_a_small_event_limit_are_cut_alike_whatever_the_reads(workdir
         assert read() == whole
 
 
+@pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_no_temporary_directory_leaves_the_records_in_memory(workdir):
     # Found by a review of the spill: a run with no writable temporary directory failed outright.
     path = write(workdir, "many.sse.gz", gzip.compress(b"".join(BODIES["openai-chat"] * 20)))

@@ -11,6 +11,9 @@ import pytest
 
 import callstitch
 
+# Every test here runs the command line on each twin (the variable reaches the subprocess).
+pytestmark = pytest.mark.usefixtures("every_twin")
+
 PATCH = "*** Begin Patch\n*** Update File: a.py\n-x = 1\n+x = 2\n*** End Patch"
 
 
