@@ -2,9 +2,9 @@
 
 One SparkSession (local[2], no UI, bound to the loopback) serves the whole module. The Spark
 workers are separate processes that pick their implementation the way any import does (the
-CALLSTITCH_NO_EXTENSIONS variable, inherited), so these tests compare Spark against
-reassemble_many run here on the same twin, rather than taking the [c]/[py] fixture: the twins'
-agreement is tested elsewhere, and one JVM per test session keeps the suite fast.
+CALLSTITCH_NO_EXTENSIONS variable), so every test runs twice, [c] and [py]: the ``spark``
+fixture hands the workers the variable through Spark's environment and runs reassemble_many
+here on the same twin, which the rows are compared with. One JVM serves both.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from pyspark.sql import types as T  # noqa: E402
 
 import callstitch  # noqa: E402
 import callstitch.spark as cs_spark  # noqa: E402
+from callstitch._batch import settings  # noqa: E402
 from callstitch._formats import registry  # noqa: E402
+from conftest import IMPLEMENTATIONS, load_implementation  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
@@ -48,7 +50,7 @@ def _java() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def spark():
+def spark_session():
     """One local Spark for the module: 2 cores, small batches and partitions, loopback only."""
     if _java() is None:
         pytest.fail("the Spark tests need a Java runtime (17 or newer) and found none: install one "
@@ -73,6 +75,31 @@ def spark():
         os.environ.pop("PYSPARK_PYTHON", None)
     else:
         os.environ["PYSPARK_PYTHON"] = saved
+
+
+@pytest.fixture(scope="module", params=list(IMPLEMENTATIONS), ids=list(IMPLEMENTATIONS))
+def spark_twin(request):
+    """The twin the Spark workers, and reassemble_many here, run on: "c" or "py"."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def spark(spark_session, spark_twin):
+    """The local Spark with its workers on one twin, and the batch layer here on the same.
+
+    Spark hands SparkContext.environment to each Python function it wraps from then on, and
+    starts workers anew for a new environment: one JVM serves both twins.
+    """
+    environment = spark_session.sparkContext.environment
+    saved = environment.get("CALLSTITCH_NO_EXTENSIONS"), settings.Accumulator
+    environment["CALLSTITCH_NO_EXTENSIONS"] = "1" if spark_twin == "py" else "0"
+    settings.Accumulator = load_implementation(spark_twin).Accumulator
+    yield spark_session
+    if saved[0] is None:
+        environment.pop("CALLSTITCH_NO_EXTENSIONS", None)
+    else:
+        environment["CALLSTITCH_NO_EXTENSIONS"] = saved[0]
+    settings.Accumulator = saved[1]
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -153,14 +180,15 @@ def _collect(df, key: str) -> list[dict]:
 
 # -- equal to reassemble_many -----------------------------------------------------------------
 
-def test_workers_run_the_same_implementation(spark):
+def test_workers_run_the_twin_of_the_test(spark, spark_twin):
     def which(batches):
         import callstitch as cs
         for batch in batches:
             yield pa.RecordBatch.from_pydict({"impl": [cs.IMPLEMENTATION] * batch.num_rows})
 
     got = {r.impl for r in spark.range(4).mapInArrow(which, "impl string").collect()}
-    assert got == {callstitch.IMPLEMENTATION}
+    assert got == {{"c": "c", "py": "python"}[spark_twin]}
+    assert settings.Accumulator is load_implementation(spark_twin).Accumulator
 
 
 def test_string_bodies_equal_reassemble_many(spark, tmp_path):

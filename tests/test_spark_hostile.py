@@ -1,9 +1,8 @@
 """callstitch.spark against hostile input: what the rows must hold, and what must never fail the job.
 
-One local Spark for the module (test_spark.py's: local[2], loopback, no UI). The workers
-import whichever twin the environment picks (CALLSTITCH_NO_EXTENSIONS is inherited), so run
-this file once with the variable and once without to cover both; the twin test below also
-checks the workers' rows against the other twin, run here in a subprocess.
+One local Spark for the module (test_spark.py's: local[2], loopback, no UI), its workers on
+each twin in turn (test_spark.py's ``spark`` fixture), so every test runs [c] and [py]; the twin
+test below also checks the workers' rows against the other twin, run here in a subprocess.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from pyspark.sql import functions as F  # noqa: E402
 
 import callstitch  # noqa: E402
 import callstitch.spark as cs_spark  # noqa: E402
-from test_spark import spark  # noqa: E402,F401 - the one local Spark, as test_spark.py starts it
+from test_spark import spark, spark_session, spark_twin  # noqa: E402,F401 - the local Spark, as test_spark.py starts it
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
@@ -248,17 +247,14 @@ print(json.dumps(out))
 """
 
 
-def test_the_workers_agree_with_the_other_twin(spark):
+def test_the_workers_agree_with_the_other_twin(spark, spark_twin):
     bodies = [b for b in _mangled(9, 40) if b is not None]
-    env = dict(os.environ)
-    if callstitch.IMPLEMENTATION == "c":
-        env["CALLSTITCH_NO_EXTENSIONS"] = "1"
-    else:
-        env.pop("CALLSTITCH_NO_EXTENSIONS", None)
+    env = dict(os.environ, CALLSTITCH_NO_EXTENSIONS="0" if spark_twin == "py" else "1")
+    workers = {"c": "c", "py": "python"}[spark_twin]
     done = subprocess.run([sys.executable, "-c", _OTHER_TWIN], input=json.dumps(bodies), env=env,
                           capture_output=True, text=True, check=True)
     other = json.loads(done.stdout)
-    assert {o[0] for o in other} == {"c", "python"} - {callstitch.IMPLEMENTATION}
+    assert {o[0] for o in other} == {"c", "python"} - {workers}
     df = spark.createDataFrame(list(enumerate(bodies)), "k long, body string")
     rows = _rows(df)
     want = []
