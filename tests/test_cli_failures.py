@@ -120,6 +120,37 @@ def _workers_of(pid: int) -> list[int]:
     return children
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sigterm_stops_the_run_and_leaves_no_temporary_files(tmp_path, jobs):
+    # A job scheduler stops a run with SIGTERM: Python's default ended the process at once, and the
+    # directory for the records of a whole source (a pipe here), with any records in it, stayed.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", "-", "-j", jobs,
+                             "-o", str(tmp_path / "out.jsonl")], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        proc.stdin.write(b"".join(body for body, _ in workload.responses(50, seed=4)))
+        proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while not list(tmp.iterdir()):  # the run has begun: it made its directory for records
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.01)
+        # Then it waits for more input. (A signal that comes while a buffered read copies what it
+        # got, between two system calls, waits for the next bytes: Python runs handlers between them.)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)  # (the pipe still open: the run would not end by itself)
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    assert code == 128 + signal.SIGTERM, stderr
+    assert b"Traceback" not in stderr
+    assert list(tmp.iterdir()) == []
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc to find the workers")
 def test_a_worker_killed_from_outside_loses_nothing(tmp_path):
     # kill -9 of a busy worker: its tasks run again, the output is what -j 1 writes.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from typing import Any, BinaryIO
@@ -417,16 +418,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised where the run stands (as Ctrl-C raises KeyboardInterrupt) so that its cleanup runs."""
+
+
+def _stop_on_sigterm() -> Any:
+    """Make SIGTERM stop the run as Ctrl-C does; return the handler it replaced (None: none replaced).
+
+    Python's default ends the process at once: the temporary files of the records a run holds
+    (Batch.chunks) stayed behind, under a job scheduler's every stop. Workers forked from here
+    inherit the handler: they die of the signal, as before.
+    """
+    ours = os.getpid()
+
+    def stop(signum: int, frame: Any) -> None:
+        if os.getpid() != ours:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise _Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # main() called from a thread other than the main one: signals are not its to set
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line."""
     args = build_parser().parse_args(argv)
     if getattr(args, "output_format", None) == "parquet" and not args.output and sys.stdout.isatty():
         sys.stderr.write("callstitch: --output-format parquet writes binary; name a file with -o\n")
         return 2
+    replaced = _stop_on_sigterm()
     try:
         return args.run(args)
     except KeyboardInterrupt:
         return 130
+    except _Terminated:
+        return 128 + signal.SIGTERM
+    finally:
+        if replaced is not None:
+            signal.signal(signal.SIGTERM, replaced)
 
 
 if __name__ == "__main__":
