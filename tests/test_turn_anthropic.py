@@ -128,6 +128,28 @@ def test_message_fields_merged_container_usage_unknown_fields(impl):
         "web_search_requests": 0, "web_fetch_requests": 0}  # message_delta's
 
 
+@pytest.mark.parametrize("repeats", [1, 70], ids=["one", "past-a-fold"])
+def test_a_null_container_in_a_later_message_delta_keeps_the_earlier_one(impl, repeats):
+    # Found by review: the deltas were folded with dict.update, so a message_delta after a
+    # pause_turn that says "container": null erased the container an earlier one named; the SDK
+    # sets it only from a delta whose container is not null.
+    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+             "model": "claude-sonnet-4-5", "content": [], "stop_reason": None, "stop_sequence": None,
+             "usage": {"input_tokens": 10, "output_tokens": 1}}}
+    named = {"type": "message_delta", "delta": {"stop_reason": "pause_turn", "stop_sequence": None,
+             "container": {"id": "container_011", "expires_at": "2026-04-24T11:13:36Z"}},
+             "usage": {"output_tokens": 5}}
+    null = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None, "container": None},
+            "usage": {"output_tokens": 9}}
+    events = [start, named] + [null] * repeats + [{"type": "message_stop"}]
+    body = b"".join(b"event: " + e["type"].encode() + b"\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    got = impl.reassemble(body).to_response()
+    assert got["container"] == {"id": "container_011", "expires_at": "2026-04-24T11:13:36Z"}
+    assert got["stop_reason"] == "end_turn"
+    want = sdk_message(body)
+    assert got["container"] == want["container"]
+
+
 # ---------------------------------------------------------------- any split, both twins
 
 

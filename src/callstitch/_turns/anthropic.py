@@ -176,12 +176,18 @@ class AnthropicTurn:
 
 
 def _fold(fields: dict, deltas: Any) -> None:
-    """Update fields with each delta in turn (an event's text is read first)."""
+    """Update fields with each delta in turn (an event's text is read first); a null container replaces none.
+
+    As the SDK sets a container only from a delta whose container is not null: a message_delta
+    that says null (after a pause_turn) keeps the container an earlier one, or message_start, named.
+    """
     for delta in deltas:
         if type(delta) is bytes:  # the text of its message_delta event (the compiled twin)
             delta = loads_exact(delta).get("delta")
         if type(delta) is dict:
-            fields.update(delta)
+            for key, value in delta.items():
+                if value is not None or key != "container":
+                    fields[key] = value
 
 
 def response(result: Any, turn: AnthropicTurn | None) -> dict[str, Any]:
@@ -193,9 +199,7 @@ def response(result: Any, turn: AnthropicTurn | None) -> dict[str, Any]:
     message = dict(started) if started is not None else {"type": "message", "role": "assistant"}
     sent = message.get("content")
     message["content"] = (list(sent) if type(sent) is list else []) + _blocks(result, turn)
-    for key, value in turn.delta_fields().items():
-        if key != "container" or value is not None:
-            message[key] = value
+    message.update(turn.delta_fields())
     message.setdefault("stop_reason", None)
     message.setdefault("stop_sequence", None)
     if result.usage is not None:
