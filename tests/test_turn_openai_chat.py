@@ -256,6 +256,24 @@ def test_to_message_of_another_choice(impl):
         result.to_message(5)
 
 
+def test_an_audio_answer_goes_back_by_its_id(impl):
+    # Found by review: to_message() left the audio out, so the message was no request param (its
+    # content is null, required unless calls come) and the reference to the audio answer was lost.
+    envelope = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-audio-preview"}
+    body = sse({**envelope, "choices": [{"index": 0, "finish_reason": None, "delta": {
+                   "role": "assistant", "content": None,
+                   "audio": {"id": "audio_abc123", "data": "UklG", "expires_at": 1730000000, "transcript": "Hel"}}}]},
+               {**envelope, "choices": [{"index": 0, "finish_reason": None,
+                                         "delta": {"audio": {"data": "RiQA", "transcript": "lo!"}}}]},
+               {**envelope, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    result = impl.reassemble(body)
+    assert result.to_response()["choices"][0]["message"]["audio"] == sdk_expected(chunks_of(body))[
+        "choices"][0]["message"]["audio"]
+    message = result.to_message()
+    assert message == {"role": "assistant", "content": None, "audio": {"id": "audio_abc123"}}
+    MESSAGE_PARAM.validate_python(message)
+
+
 def test_later_envelope_fields_do_not_replace_the_first(impl):
     body = sse(chunk_obj([choice_obj({"content": "a"})], id="one", model="m1", system_fingerprint=None),
                chunk_obj([choice_obj({"content": "b"})], id="two", model="m2", system_fingerprint="fp_late"),

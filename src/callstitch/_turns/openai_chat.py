@@ -327,6 +327,10 @@ def message(result: Any, turn: ChatTurn | None, choice: int) -> dict[str, Any]:
         out["tool_calls"] = [_call_param(call) for call in said["tool_calls"]]
     if "function_call" in said:
         out["function_call"] = said["function_call"]
+    audio = said.get("audio")
+    if type(audio) is dict and type(audio.get("id")) is str:
+        # An audio answer goes back by its id alone (the request's Audio param): the server keeps its data.
+        out["audio"] = {"id": audio["id"]}
     return out
 
 
