@@ -712,3 +712,66 @@ def test_a_call_sent_again_or_past_the_limit_does_not_grow_the_turn(both, fmt):
         held = impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=5000, calls=1))
         assert len(pickle.dumps(free._turn)) > 60_000
         assert len(pickle.dumps(held._turn)) < 15_000, fmt
+
+
+def _responses_parts(done_items: bool) -> bytes:
+    """A Responses stream of a reasoning item with two summary parts and a message with three content parts."""
+    events = [("response.created", {"response": {"id": "r", "object": "response", "status": "in_progress"}})]
+    reasoning = {"id": "rs_1", "type": "reasoning", "summary": []}
+    events.append(("response.output_item.added", {"output_index": 0, "item": reasoning}))
+    for k in range(2):
+        where = {"item_id": "rs_1", "output_index": 0, "summary_index": k}
+        text = f"summary {k}: déjà vu {'x' * 20 * k}"
+        events += [("response.reasoning_summary_part.added", {**where, "part": {"type": "summary_text", "text": ""}}),
+                   ("response.reasoning_summary_text.delta", {**where, "delta": text[:9]}),
+                   ("response.reasoning_summary_text.delta", {**where, "delta": text[9:]}),
+                   ("response.reasoning_summary_part.done", {**where, "part": {"type": "summary_text", "text": text}})]
+    if done_items:
+        events.append(("response.output_item.done", {"output_index": 0, "item": {**reasoning, "summary": [
+            {"type": "summary_text", "text": f"summary {k}: déjà vu {'x' * 20 * k}"} for k in range(2)]}}))
+    message = {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    events.append(("response.output_item.added", {"output_index": 1, "item": message}))
+    texts = []
+    for k in range(3):
+        where = {"item_id": "msg_1", "output_index": 1, "content_index": k}
+        text = f"part {k} 東京 {'y' * 30 * k}."
+        texts.append(text)
+        part = {"type": "output_text", "annotations": []}
+        events += [("response.content_part.added", {**where, "part": {**part, "text": ""}}),
+                   ("response.output_text.delta", {**where, "delta": text[:7]}),
+                   ("response.output_text.delta", {**where, "delta": text[7:]}),
+                   ("response.content_part.done", {**where, "part": {**part, "text": text}})]
+    if done_items:
+        events.append(("response.output_item.done", {"output_index": 1, "item": {**message, "status": "completed",
+                      "content": [{"type": "output_text", "annotations": [], "text": t} for t in texts]}}))
+    return b"".join(_sse({"type": name, **fields}, name) for name, fields in events)
+
+
+def _part_texts(response: dict) -> dict:
+    """Return each listed part's text by (output position, field, place in the list)."""
+    out = {}
+    for position, item in enumerate(response["output"]):
+        for field in ("summary", "content"):
+            for place, part in enumerate(item.get(field) or ()):
+                out[(item["id"], field, place)] = part["text"]
+    return out
+
+
+@pytest.mark.parametrize("done_items", [False, True], ids=["streamed", "done"])
+def test_a_responses_part_cut_by_the_budget_keeps_its_own_text_only(both, done_items):
+    # Found by review: past Limits.stream_bytes the parts' done and added events were not kept, so
+    # a part still open ran on to the end of its text: the texts of the parts after it were joined
+    # into it ("First part.Second part."), a part that never was. Each part listed under any budget
+    # must be a prefix of the same part unlimited.
+    body = _responses_parts(done_items)
+    free = _part_texts(both[0].reassemble(body).to_response())
+    assert len(free) == 5 and len(set(free.values())) == 5
+    for budget in range(100, len(body) + 200, 37):
+        seen = []
+        for impl in both:
+            response = impl.reassemble(body, limits=Limits(stream_bytes=budget)).to_response()
+            held = _part_texts(response)
+            for key, text in held.items():
+                assert free[key].startswith(text), (impl.name, budget, key, text)
+            seen.append(response)
+        assert seen[0] == seen[1], budget

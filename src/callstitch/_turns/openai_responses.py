@@ -32,7 +32,8 @@ class ResponsesTurn:
     added: [output_item.added event, slot index of the call it registered or None], in order.
     parts: [content_part / reasoning_summary_part .added or .done event, the lengths of the choice's
            content, reasoning and refusal texts when it came], in order: a part's text is the slice of
-           the choice's text between its added and done events.
+           the choice's text between its added and done events. Past Limits.stream_bytes the last
+           entry has None for its event: every part still open ends there, and none is listed after.
     done: the output_item.done events, in order.
     """
 
@@ -61,9 +62,17 @@ class ResponsesTurn:
             self.added, self.parts, self.done = [], [], []
 
     def part(self, acc: Any, event: dict | bytes) -> None:
-        """Keep a part's added or done event with the lengths of the texts, where its text starts or ends."""
-        if acc.keep_own(event):
-            self.parts.append([event, acc.text_length(0, 0), acc.text_length(0, 1), acc.text_length(0, 2)])
+        """Keep a part's added or done event with the lengths of the texts, where its text starts or ends.
+
+        Past Limits.stream_bytes, the parts still open end where the texts are now (one entry, its
+        event None): without it, a part whose done event the budget refused ran on to the end of
+        its text, over the parts after it (a limit must cut, never join).
+        """
+        parts = self.parts
+        if parts and parts[-1][0] is None:
+            return  # past the budget: no part is listed from then on
+        kept = event if acc.keep_own(event) else None
+        parts.append([kept, acc.text_length(0, 0), acc.text_length(0, 1), acc.text_length(0, 2)])
 
     def item_added(self, acc: Any, event: dict | bytes, slot: int | None) -> None:
         """Keep an output item's added event; slot: its call's, or None for an item that is no call.
@@ -131,6 +140,12 @@ def _output(result: Any, turn: ResponsesTurn) -> list:
             added[position] = (item, slot, [])
     still_open: dict[int | None, list[_Part]] = {}  # per text, the parts whose end is not yet known
     for kept, *lengths in turn.parts:
+        if kept is None:  # the budget's end: every part still open ends here
+            for which, parts in still_open.items():
+                for part in parts:
+                    if part.end is None:
+                        part.end = lengths[which] if which is not None else 0
+            break
         _apply_part(added, _read(kept), lengths, still_open)
     texts = _texts(result) if turn.parts else (b"", b"", b"")
     items = {position: _streamed_item(result, item, slot, parts, texts)
