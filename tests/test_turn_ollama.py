@@ -162,3 +162,39 @@ def test_the_twins_give_the_same_turn_under_limits(both, limits):
         rc = c.reassemble(body, format="ollama", limits=callstitch.Limits(**limits))
         rp = py.reassemble(body, format="ollama", limits=callstitch.Limits(**limits))
         assert rc.to_response() == rp.to_response() and rc.to_message() == rp.to_message()
+
+
+def _ollama_calls_body(*calls: dict) -> bytes:
+    lines = [{"model": "qwen3:8b", "created_at": "2025-01-01T00:00:00Z",
+              "message": {"role": "assistant", "content": "", "tool_calls": list(calls)}, "done": False},
+             {"model": "qwen3:8b", "created_at": "2025-01-01T00:00:01Z",
+              "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}]
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def test_a_call_cut_by_a_limit_gives_an_object_never_null(both):
+    # Found by review: a call that Limits.stream_bytes cut had "arguments": null in to_response()
+    # and to_message(), which no Ollama response has there (ollama.ChatResponse refuses it). A cut
+    # call now holds the part of its arguments that came whole ({} when none did).
+    arguments = {"city": "Paris", "days": 3, "units": "metric"}
+    body = _ollama_calls_body({"function": {"index": 0, "name": "get_weather", "arguments": arguments}})
+    for budget in [None] + list(range(0, 80, 3)):
+        limits = callstitch.Limits(stream_bytes=budget) if budget is not None else None
+        seen = []
+        for impl in both:
+            result = impl.reassemble(body, format="ollama", limits=limits)
+            response = result.to_response()
+            ollama.ChatResponse.model_validate(response)
+            ollama.Message.model_validate(result.to_message())
+            got = response["message"]["tool_calls"][0]["function"]["arguments"]
+            assert type(got) is dict and got.items() <= arguments.items(), (impl.name, budget, got)
+            assert budget is not None or got == arguments
+            seen.append(response)
+        assert seen[0] == seen[1], budget
+
+
+def test_arguments_that_are_no_object_stay_as_sent(impl):
+    body = _ollama_calls_body({"function": {"index": 0, "name": "bad", "arguments": [1, 2]}})
+    result = impl.reassemble(body, format="ollama")
+    assert result.tool_calls[0].error is not None  # reported
+    assert result.to_response()["message"]["tool_calls"][0]["function"]["arguments"] == [1, 2]

@@ -18,13 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from .._exactjson import loads_exact
-
 from .calls import CallsById
 from .fresh import fresh
-from .partial_json import complete_part
+from .partial_json import object_so_far
 
 TEXT, THINKING = 0, 1  # which text of the choice a block's text is in (sink.TEXT_CONTENT, TEXT_REASONING)
 _WHICH = {"text": TEXT, "thinking": THINKING}
@@ -232,7 +229,7 @@ def _blocks(result: Any, turn: AnthropicTurn) -> list[dict]:
         elif d.get("type") == "tool_use":
             d["input"] = calls.input_of(block)
         elif block.pieces:
-            d["input"] = _input("".join(block.pieces), d.get("input"))
+            d["input"] = object_so_far("".join(block.pieces), d.get("input"))
         out.append(d)
     return out
 
@@ -270,15 +267,4 @@ class _Calls(CallsById):
             return start.get("input")  # no call of its own (a limit refused it): the input its start sent
         if call.error is None and type(call.arguments) is dict:
             return call.arguments
-        return _input(call.raw_arguments, start.get("input"))
-
-
-def _input(text: str, sent: Any) -> Any:
-    """Return a block's input from its streamed text: parsed, or the complete part of a cut one (the SDK's way)."""
-    if not text.strip():
-        return sent
-    try:
-        value = loads_exact(text)
-    except orjson.JSONDecodeError:
-        value = complete_part(text)
-    return value if type(value) is dict else sent
+        return object_so_far(call.raw_arguments, start.get("input"))  # (the SDK's partial parse)

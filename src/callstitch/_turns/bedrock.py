@@ -20,12 +20,9 @@ import base64
 import binascii
 from typing import Any
 
-import orjson
-
-from .._exactjson import loads_exact
 from .calls import CallsById
 from .fresh import fresh
-from .partial_json import complete_part
+from .partial_json import object_so_far
 
 TEXT, REASONING = 0, 1  # which text of the choice a span is in (sink.TEXT_CONTENT, TEXT_REASONING)
 PADDING = "p"  # the padding field Bedrock adds to every event so that sizes leak nothing: not part of the output
@@ -245,24 +242,13 @@ def _entries(block: Block, texts: _Texts, calls: CallsById, blobs: bool) -> list
 def _tool_input(block: Block, start: dict, calls: CallsById) -> Any:
     """Return a toolUse block's input: its call's arguments, or its streamed text; the complete part when cut."""
     if not block.client:
-        return _parse("".join(block.pieces or ()))
+        return object_so_far("".join(block.pieces or ()), {})
     call = calls.take(start.get("toolUseId"))
     if call is None:
         return {}  # no call of its own (Limits.calls refused it): nothing of its input was kept
     if call.error is None and type(call.arguments) is dict:
         return call.arguments
-    return _parse(call.raw_arguments)
-
-
-def _parse(text: str) -> Any:
-    """Return an input object from its text: parsed, or the complete part of a cut one; {} when none is."""
-    if not text.strip():
-        return {}
-    try:
-        value = loads_exact(text)  # integers beyond 64 bits exact, as the calls' arguments
-    except orjson.JSONDecodeError:
-        value = complete_part(text)
-    return value if type(value) is dict else {}
+    return object_so_far(call.raw_arguments, {})
 
 
 def _redacted(pieces: list, blobs: bool) -> Any:

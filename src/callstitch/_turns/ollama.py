@@ -12,6 +12,7 @@ from typing import Any
 
 from .._exactjson import loads_exact
 from .fresh import fresh
+from .partial_json import object_so_far
 
 # The record of an Ollama stream (state.turn), a list and not a class instance: the compiled reader
 # makes one per stream, and a class instance cost 1.3% of a short stream's instructions where a list
@@ -72,11 +73,26 @@ def _tool_calls(result: Any, turn: Any) -> list[dict]:
         extra = extras[k] if k < len(extras) else None
         outer, inner = ({}, {}) if extra is None else extra if type(extra) is tuple else ({}, {"index": extra})
         entry: dict = {} if call.id is None else {"id": call.id}
-        # A whole call's arguments are the value sent, never cut (a limit drops a call it does not take).
-        entry["function"] = {**inner, "name": call.name, "arguments": call.arguments}
+        entry["function"] = {**inner, "name": call.name, "arguments": _arguments(call)}
         entry.update(outer)
         out.append(entry)
     return out
+
+
+def _arguments(call: Any) -> Any:
+    """Return a call's arguments as the response gives them: the value sent; of a call cut, the object so far.
+
+    A call comes whole in one line, but Limits.stream_bytes or call_bytes may cut it: it then holds
+    the part of its text that came whole (as a cut Anthropic input), {} when none did, never null,
+    which no Ollama response has there. A value no object (a server's fault, reported) stays as sent.
+    """
+    if call.arguments is not None:
+        return call.arguments
+    text = call.raw_arguments or ""
+    try:
+        return loads_exact(text)
+    except ValueError:  # (orjson's JSONDecodeError is one): cut
+        return object_so_far(text, {})
 
 
 def _message(result: Any, turn: Any, base: Any) -> dict:

@@ -2,8 +2,10 @@
 
 The SDK (anthropic.lib.streaming) parses a tool block's input with jiter in partial mode after
 every input_json_delta, so a stream cut inside the input leaves the values that were complete:
-a string, number or literal still arriving is left out (with its key), open arrays and objects
-are closed. complete_part() gives the same value; it never invents one.
+a string or literal still arriving is left out (with its key), and so is a number that does not
+read whole yet ("1.", "2e"); a number that does ("1000", which might have gone on) is kept, as
+jiter keeps it. Open arrays and objects are closed. complete_part() gives the same value; it
+never invents one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+import orjson
+
+from .._exactjson import loads_exact
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _WS = " \t\n\r"
@@ -40,6 +46,17 @@ def keep_input_piece(acc: Any, block: Any, text: str) -> None:
         block.pieces = [text]
     else:
         pieces.append(text)  # in place: a new list per piece would cost n squared
+
+
+def object_so_far(text: str, otherwise: Any) -> Any:
+    """Return the object a tool input's text holds: parsed, or the complete part of a cut one; else otherwise."""
+    if not text.strip():
+        return otherwise
+    try:
+        value = loads_exact(text)  # integers beyond 64 bits exact, as the calls' arguments
+    except orjson.JSONDecodeError:
+        value = complete_part(text)
+    return value if type(value) is dict else otherwise
 
 
 def complete_part(text: str) -> Any:
