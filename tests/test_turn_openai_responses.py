@@ -270,6 +270,11 @@ def pieces_of(text: str, size: int) -> list[str]:
     return [text[k:k + size] for k in range(0, len(text), size)] or [""]
 
 
+# Items that are no call but stream a field: (the field, its events' type without .delta / .done)
+STREAMED_FIELD = {"mcp_call": ("arguments", "response.mcp_call_arguments"),
+                  "code_interpreter_call": ("code", "response.code_interpreter_call_code")}
+
+
 def item_events(position: int, item: dict, size: int) -> list[dict]:
     """Return the events a server streams one output item with, the way OpenAI's do."""
     kind, item_id = item["type"], item["id"]
@@ -282,6 +287,8 @@ def item_events(position: int, item: dict, size: int) -> list[dict]:
         added = dict(added, status="in_progress", arguments="")
     elif kind == "custom_tool_call":
         added = dict(added, input="")
+    elif kind in STREAMED_FIELD:
+        added = dict(added, status="in_progress", **{STREAMED_FIELD[kind][0]: ""})
     out = [{"type": "response.output_item.added", "output_index": position, "item": added}]
     where = {"item_id": item_id, "output_index": position}
     if kind == "message":
@@ -308,6 +315,10 @@ def item_events(position: int, item: dict, size: int) -> list[dict]:
         out += [{"type": "response.custom_tool_call_input.delta", **where, "delta": p}
                 for p in pieces_of(item["input"], size)]
         out.append({"type": "response.custom_tool_call_input.done", **where, "input": item["input"]})
+    elif kind in STREAMED_FIELD:
+        field, event = STREAMED_FIELD[kind]
+        out += [{"type": event + ".delta", **where, "delta": p} for p in pieces_of(item[field], size)]
+        out.append({"type": event + ".done", **where, field: item[field]})
     out.append({"type": "response.output_item.done", "output_index": position, "item": item})
     return out
 
@@ -516,3 +527,32 @@ def test_the_readme_example(impl, server, monkeypatch, capsys):
     assert received == [{"role": "user", "content": "What is the weather in Paris?"}, *final["output"],
                         {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}]
     assert names["answer"].id == final["id"]
+
+
+STREAMING_ITEMS = [
+    {"id": "mcp_1", "type": "mcp_call", "name": "lookup", "server_label": "docs", "status": "completed",
+     "arguments": '{"q": "東京 ✓", "n": 12}', "output": None, "error": None},
+    {"id": "ci_1", "type": "code_interpreter_call", "status": "completed", "container_id": "cntr_1",
+     "code": "print(1 + 1)\n# done ✓", "outputs": None},
+]
+
+
+def test_an_mcp_call_s_arguments_and_code_streamed_are_kept_when_their_item_is_not_done(both):
+    # Found by review: a stream cut before an MCP call's or a code interpreter call's done item gave
+    # the item as added, its arguments or code "", though they had streamed (the README says an item
+    # not done gets the arguments, input and texts streamed since). Each cut gives the item as far
+    # as it came: the field a prefix of the whole, whole once its last delta came.
+    evs = stream_events(STREAMING_ITEMS, size=4)
+    whole = both[0].reassemble(sse(evs)).to_response()
+    assert whole["output"] == STREAMING_ITEMS
+    validate_response(whole)
+    complete = 0
+    for end in range(len(evs)):
+        outputs = [impl.reassemble(sse(evs[:end]), format="openai-responses").to_response()["output"] for impl in both]
+        assert outputs[0] == outputs[1], end
+        for item in outputs[0]:
+            field = STREAMED_FIELD[item["type"]][0]
+            full = next(i for i in STREAMING_ITEMS if i["id"] == item["id"])[field]
+            assert full.startswith(item[field]), (end, item)
+            complete += item[field] == full and item["status"] == "in_progress"
+    assert complete >= 2  # each item was seen whole, not done (its .done events came, its item not)

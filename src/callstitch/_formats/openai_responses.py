@@ -18,6 +18,8 @@ _LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
 # Content parts of output items: the turn notes where each one's text starts and ends in the choice's text.
 _PARTS = ("response.content_part.added", "response.content_part.done", "response.reasoning_summary_part.added",
           "response.reasoning_summary_part.done")
+# Deltas of an item's field that is no call's arguments: the turn keeps them for an item not done.
+_PIECES = {"response.mcp_call_arguments.delta": "arguments", "response.code_interpreter_call_code.delta": "code"}
 
 
 def claims(event: str | None, obj: Any) -> bool:
@@ -101,6 +103,10 @@ def _part(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | Non
     keep_turn(state).part(acc, obj)
 
 
+def _piece(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
+    keep_turn(state).piece(acc, obj, _PIECES[kind])
+
+
 def _lifecycle(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:
     keep_turn(state).lifecycle = obj
 
@@ -128,7 +134,7 @@ def _error(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | No
 
 # What each event type does. Any other passes untouched, as the compiled twin's fast path lets it pass.
 _APPLY = {**dict.fromkeys(_TEXT, _text), **dict.fromkeys(_ENDS, _end), **dict.fromkeys(_LIFECYCLE, _lifecycle),
-          **dict.fromkeys(_PARTS, _part),
+          **dict.fromkeys(_PARTS, _part), **dict.fromkeys(_PIECES, _piece),
           "response.function_call_arguments.delta": _delta, "response.custom_tool_call_input.delta": _delta,
           "response.output_item.added": _output_item, "response.output_item.done": _output_item,
           "response.function_call_arguments.done": _arguments_done,

@@ -35,9 +35,11 @@ class ResponsesTurn:
            the choice's text between its added and done events. Past Limits.stream_bytes the last
            entry has None for its event: every part still open ends there, and none is listed after.
     done: the output_item.done events, in order.
+    pieces: [output_index, the item field, text] of each delta of an item that is no call (an MCP
+            call's arguments, a code interpreter's code), for an item not done when the stream ends.
     """
 
-    __slots__ = ("lifecycle", "final", "added", "parts", "done", "bare")
+    __slots__ = ("lifecycle", "final", "added", "parts", "done", "pieces", "bare")
 
     def __init__(self) -> None:
         self.lifecycle: dict | bytes | None = None
@@ -45,13 +47,14 @@ class ResponsesTurn:
         self.added: list[list] = []
         self.parts: list[list] = []
         self.done: list[dict | bytes] = []
+        self.pieces: list[list] = []
         self.bare: set[int] = set()  # the calls (slots) an added item is kept of, past the budget too
 
     def __getstate__(self) -> tuple:
-        return (self.lifecycle, self.final, self.added, self.parts, self.done)
+        return (self.lifecycle, self.final, self.added, self.parts, self.done, self.pieces)
 
     def __setstate__(self, state: tuple) -> None:
-        self.lifecycle, self.final, self.added, self.parts, self.done = state
+        self.lifecycle, self.final, self.added, self.parts, self.done, self.pieces = state
         self.bare = set()  # (the stream is over: no item comes to ask it)
 
     def end(self, event: dict | bytes, has_output: bool) -> None:
@@ -59,7 +62,7 @@ class ResponsesTurn:
         self.final = event
         if has_output:  # what the other events said is all in it (response() reads only it then)
             self.lifecycle = None
-            self.added, self.parts, self.done = [], [], []
+            self.added, self.parts, self.done, self.pieces = [], [], [], []
 
     def part(self, acc: Any, event: dict | bytes) -> None:
         """Keep a part's added or done event with the lengths of the texts, where its text starts or ends.
@@ -73,6 +76,12 @@ class ResponsesTurn:
             return  # past the budget: no part is listed from then on
         kept = event if acc.keep_own(event) else None
         parts.append([kept, acc.text_length(0, 0), acc.text_length(0, 1), acc.text_length(0, 2)])
+
+    def piece(self, acc: Any, event: dict, field: str) -> None:
+        """Keep a delta of an item's field (not a call's: an MCP call's arguments, code), within Limits.stream_bytes."""
+        position, text = event.get("output_index"), event.get("delta")
+        if type(position) is int and type(text) is str and text and acc.keep_own(event):
+            self.pieces.append([position, field, text])
 
     def item_added(self, acc: Any, event: dict | bytes, slot: int | None) -> None:
         """Keep an output item's added event; slot: its call's, or None for an item that is no call.
@@ -150,12 +159,24 @@ def _output(result: Any, turn: ResponsesTurn) -> list:
     texts = _texts(result) if turn.parts else (b"", b"", b"")
     items = {position: _streamed_item(result, item, slot, parts, texts)
              for position, (item, slot, parts) in added.items()}
+    _join_pieces(items, turn.pieces)
     for kept in turn.done:
         event = _read(kept)
         item, position = event.get("item"), event.get("output_index")
         if type(item) is dict and type(position) is int:
             items[position] = item
     return [items[position] for position in sorted(items)]
+
+
+def _join_pieces(items: dict, pieces: list) -> None:
+    """Give each item not done its field's text as streamed (as added, an MCP call's arguments are "")."""
+    joined: dict[tuple[int, str], list[str]] = {}
+    for position, field, text in pieces:
+        joined.setdefault((position, field), []).append(text)
+    for (position, field), texts in joined.items():
+        item = items.get(position)
+        if item is not None:
+            item[field] = (item.get(field) if type(item.get(field)) is str else "") + "".join(texts)
 
 
 class _Part:
