@@ -201,3 +201,28 @@ def test_the_twins_give_the_same_turn_under_limits(both, limits):
         rc = c.reassemble(body, format="cohere", limits=callstitch.Limits(**limits))
         rp = py.reassemble(body, format="cohere", limits=callstitch.Limits(**limits))
         assert rc.to_response() == rp.to_response() and rc.to_message() == rp.to_message()
+
+
+def test_text_a_block_or_the_message_starts_with_is_kept(both):
+    # Found by review: text in content-start, thinking there, and a tool plan in message-start were
+    # dropped from the result's texts and the blocks (Cohere sends "" there today; an Anthropic
+    # block's start text was kept). Each is now the first piece of its text.
+    start = {**MESSAGE_START, "delta": {"message": {**MESSAGE_START["delta"]["message"], "tool_plan": "I will "}}}
+    body = sse([("message-start", start),
+                event("tool-plan-delta", delta={"message": {"tool_plan": "look."}}),
+                event("content-start", index=0, delta={"message": {"content": {"type": "thinking", "thinking": "Hm"}}}),
+                event("content-delta", index=0, delta={"message": {"content": {"thinking": "m."}}}),
+                event("content-end", index=0),
+                event("content-start", index=1, delta={"message": {"content": {"type": "text", "text": "Hel"}}}),
+                event("content-delta", index=1, delta={"message": {"content": {"text": "lo!"}}}),
+                event("content-end", index=1),
+                event("message-end", delta={"finish_reason": "COMPLETE", "usage": COHERE_USAGE})])
+    seen = []
+    for impl in both:
+        result, response, message = turn(impl, body)
+        assert result.text == "Hello!"
+        assert response["message"]["content"] == [{"type": "thinking", "thinking": "Hmm."},
+                                                  {"type": "text", "text": "Hello!"}]
+        assert response["message"]["tool_plan"] == "I will look."
+        seen.append(response)
+    assert seen[0] == seen[1]

@@ -98,12 +98,28 @@ def _citation(acc: Sink, turn: Any, obj: dict) -> None:
 
 
 def _content_start(acc: Sink, turn: Any, obj: dict) -> None:
+    """A block starts; text it starts with is its first piece (Cohere sends "", as Anthropic's blocks may not)."""
     message = _message(obj)
-    _turn.open_block(turn, acc, message.get("content") if type(message) is dict else None)
+    content = message.get("content") if type(message) is dict else None
+    _turn.open_block(turn, acc, content)
+    if type(content) is dict:
+        for field, which in (("text", 0), ("thinking", 1)):
+            text = content.get(field)
+            if type(text) is str and text:
+                acc.text_piece(0, which, text)
+
+
+def _message_start(acc: Sink, turn: Any, obj: dict) -> None:
+    """The message starts; a tool plan it starts with is the plan's first piece (tool-plan-delta goes on)."""
+    message = _message(obj)
+    _turn.start(turn, obj, message)
+    plan = message.get("tool_plan") if type(message) is dict else None
+    if type(plan) is str and plan:
+        acc.text_piece(0, 1, plan)
 
 
 # The events only the turn needs: what each notes in the record (_turns/cohere.py).
-_TURN_ONLY = {"message-start": lambda acc, turn, obj: _turn.start(turn, obj, _message(obj)),
+_TURN_ONLY = {"message-start": _message_start,
               "content-start": _content_start,
               "content-end": lambda acc, turn, obj: _turn.close_block(turn, acc),
               "citation-start": _citation}
