@@ -99,7 +99,7 @@ def test_a_choice_that_says_only_its_role_or_its_extras_is_listed(impl):
     assert [c["message"] for c in response["choices"]][1:] == [
         {"role": "assistant", "content": None, "refusal": None},
         {"role": "assistant", "content": None, "refusal": None, "audio": {"id": "a"}}]
-    assert result.to_message(choice=2) == {"role": "assistant", "content": None}
+    assert result.to_message(choice=2) == {"role": "assistant", "content": None, "audio": {"id": "a"}}
 
 
 def test_a_choice_whose_calls_a_limit_refused_is_listed(impl):
