@@ -203,3 +203,16 @@ def test_the_command_line_runs_the_twin_the_environment_picks(every_twin):
     proc = subprocess.run([sys.executable, "-m", "callstitch", "--version"], capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert {"c": b"(c implementation)", "py": b"(python implementation)"}[every_twin.name] in proc.stdout
+
+
+def test_a_body_of_json_lines_is_read_whatever_the_format_option(tmp_path):
+    # Found by review: chat chunks written one per line lost every call in the CLI (with --format
+    # auto too: the batch layer named the format it detected, which then framed the body as SSE).
+    lines = [line[6:] for line in open(PARALLEL, "rb").read().split(b"\n") if line.startswith(b"data: {")]
+    path = tmp_path / "chunks.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    want = [(r["id"], r["name"], r["arguments"]) for r in records(run(PARALLEL))]
+    for option in ([], ["--format", "auto"], ["--format", "openai-chat"]):
+        proc = run(str(path), *option)
+        assert proc.returncode == 0, proc.stderr
+        assert [(r["id"], r["name"], r["arguments"]) for r in records(proc)] == want, option

@@ -1,6 +1,7 @@
 """NDJSON framing and Ollama lines: the compiled twin frames and reads them in place, the twins agree."""
 
 import json
+import os
 import random
 
 import orjson
@@ -10,6 +11,9 @@ from _formats import CALLS, build
 from conftest import agree, run  # noqa: F401  (the twin-parity helper)
 
 from callstitch import Limits
+
+
+CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
 
 
 def line(obj):
@@ -287,3 +291,33 @@ def test_last_lines_in_the_server_shape(both, metrics, reason, reason_first):
 ])
 def test_last_lines_in_and_out_of_the_server_shape(both, last):
     agree(both, go_line(message(content="a", tool_calls=[go_call("g", {})])) + last, seeds=range(1))
+
+
+def _as_json_lines(sse_body: bytes) -> bytes:
+    """Return an SSE body's events as JSON lines: each event's data on a line of its own (a log's way)."""
+    out = []
+    for block in sse_body.split(b"\n\n"):
+        data = [ln[5:].strip() for ln in block.split(b"\n") if ln.startswith(b"data:")]
+        if data and data[0] != b"[DONE]":
+            out.append(b"\n".join(data) + b"\n")
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("variant", ["openai-chat", "openai-responses", "anthropic", "cohere", "gemini"])  # (bedrock names its events in SSE only)
+def test_any_format_s_events_as_json_lines_read_named_as_auto_reads_them(both, variant):
+    # Found by review: a named format other than ollama framed its body as SSE whatever it held,
+    # so its events written one per line (a log, a proxy) gave no call and "the body looks like
+    # openai-chat (JSON lines); pass format='openai-chat'", the format passed; only "auto" read them.
+    if variant == "openai-chat":
+        sse_body = open(os.path.join(CAPTURES, "openai__openai-python__chat-parallel-weather-and-stock.sse"), "rb").read()
+    else:
+        sse_body = build(variant, CALLS)
+    fmt = variant.split("-sse")[0]
+    body = _as_json_lines(sse_body)
+    assert body[:1] == b"{"
+    want = [(c.id, c.name, c.arguments) for c in agree(both, sse_body, fmt).tool_calls]
+    assert want
+    for named in (fmt, "auto"):
+        result = agree(both, body, named)
+        assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == want, named
+        assert result.format == fmt and not [e for e in result.errors if e.kind != "in-band error"]

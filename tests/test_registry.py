@@ -53,15 +53,17 @@ def test_unknown_formats_are_refused_naming_the_known_ones():
 
 
 @pytest.mark.parametrize("name", list(registry.names()))
-def test_a_stream_starts_in_its_format_s_framing(name):
-    assert StreamState(name).framing == registry.DEFAULT_FRAMING[name]
+def test_a_stream_s_framing_is_told_by_its_first_bytes_else_its_format_s(name):
+    state = StreamState(name)
+    assert state.framing is None and state.fallback == registry.DEFAULT_FRAMING[name]
 
 
 def test_framings_per_format():
-    # Ollama streams NDJSON; Bedrock and Gemini are told by their first bytes; the rest are SSE.
-    assert {name: StreamState(name).framing for name in registry.names()} == {
+    # When the first bytes do not tell: Ollama streams NDJSON, the rest SSE (Bedrock's event stream
+    # and Gemini's JSON array are told by their first byte).
+    assert {name: StreamState(name).fallback for name in registry.names()} == {
         "openai-chat": "sse", "openai-responses": "sse", "anthropic": "sse", "cohere": "sse", "ollama": "ndjson",
-        "bedrock": None, "gemini": None, "auto": None}
+        "bedrock": "sse", "gemini": "sse", "auto": "sse"}
 
 
 def test_detection_asks_the_most_specific_first():

@@ -84,21 +84,31 @@ def test_random_bytes_are_no_stream(impl, format):
         assert result.errors[0].kind in ("not a stream", "malformed chunk")
 
 
-@pytest.mark.parametrize("body,what", [
-    (b"message: {\"choices\": []}\r\nmessage: {\"choices\": []}\r\n", "the body is not an event stream, near "),
-    (b'{"error": {"message": "Rate limit reached", "type": "requests"}}', "the body looks like a JSON document"),
-])
-def test_a_framing_callstitch_does_not_know_is_no_stream(impl, body, what):
+def test_a_framing_callstitch_does_not_know_is_no_stream(impl):
+    body = b"message: {\"choices\": []}\r\nmessage: {\"choices\": []}\r\n"
     result = impl.reassemble(body, format="openai-chat")
     assert [e.kind for e in result.errors] == ["not a stream"]
-    assert what in result.errors[0].detail
+    assert "the body is not an event stream, near " in result.errors[0].detail
     assert result.errors[0].offset == 0
+
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_json_document_is_read_as_a_line_of_json_whatever_the_format(impl, format):
+    # A body starting with "{" is JSON lines whatever the format named (as "auto" reads it): an
+    # error body gives its message, any other JSON document of no format is no stream.
+    error = impl.reassemble(b'{"error": {"message": "Rate limit reached", "type": "requests"}}', format=format)
+    assert [(e.kind, e.detail, e.offset) for e in error.errors] == [
+        ("in-band error", "requests: Rate limit reached", 0)]
+    other = impl.reassemble(b'{"foo": 1}', format=format)
+    assert other.tool_calls == [] and other.errors
+    if format != "auto":
+        assert other.errors[-1].kind == "not a stream" and "its events are of no known format" in other.errors[-1].detail
 
 
 def test_json_lines_of_another_format_name_it(impl):
     result = impl.reassemble(BODIES["ollama"], format="openai-chat")
-    assert [e.kind for e in result.errors] == ["not a stream"]
-    assert "looks like ollama (JSON lines); pass format='ollama' or 'auto'" in result.errors[0].detail
+    assert [(e.kind, e.detail) for e in result.errors] == [
+        ("wrong format", "the events look like ollama, not openai-chat; pass format='ollama' or 'auto'")]
 
 
 def test_the_offset_is_where_the_first_stray_line_starts(impl):
@@ -194,8 +204,10 @@ def test_a_misnamed_stream_names_the_format_it_looks_like_once(impl, named, sent
     result = impl.reassemble(BODIES[sent], format=named)
     assert result.tool_calls == []
     hint = f"pass format={sent!r} or 'auto'"
-    if named == "ollama" or (sent == "ollama" and named not in ("bedrock", "gemini")):
-        # JSON lines against SSE (bedrock and gemini learn their framing from the first bytes): not events of the other framing at all; the last error says what they look like
+    if named == "ollama" and BODIES[sent].lstrip()[:1] not in (b"{", b"["):
+        # SSE against ollama, whose framing, when the first bytes do not tell, is JSON lines: not
+        # events of that framing at all; the last error says what they look like. (Any format's
+        # JSON lines are read as JSON lines: their events are then plainly another format's.)
         *lines, said = result.errors
         assert said.kind == "not a stream" and {e.kind for e in lines} <= {"malformed chunk"}
         assert hint in said.detail or (sent != "openai-chat" and "the body looks like server-sent events, not JSON "

@@ -125,10 +125,21 @@ es_crc_init()
 include "_c/paths.pxi"
 
 
-cdef inline bint _plainly_sse(unsigned char first):
-    """Tell whether a body starting with this byte is SSE whatever follows (as _framing.choose decides)."""
-    return not (first == b' ' or first == b'\t' or first == b'\r' or first == b'\n' or first == 0xEF
-                or first == b'[' or first == b'{' or first == 0)
+cdef inline object _framing_at_once(unsigned char first, object fallback):
+    """Return the framing of a body starting with this byte whatever follows (as _framing.choose decides), or None.
+
+    None for the bytes after which it needs more (whitespace, a BOM's first byte: _framing.UNTOLD_AFTER
+    less the three that tell at once); fallback, the format's own, for a byte that tells nothing.
+    """
+    if first == b'{':
+        return _NDJSON
+    if first == b'[':
+        return _JSONARRAY
+    if first == 0:
+        return _EVENTSTREAM
+    if first == b' ' or first == b'\t' or first == b'\r' or first == b'\n' or first == 0xEF:
+        return None
+    return fallback
 
 
 include "_c/values.pxi"
@@ -308,9 +319,10 @@ Reassemble the tool calls of one streamed response.
             if not data:
                 return 0
             self._fed = True
-            if self._fmt == FMT_GEMINI and _plainly_sse((<bytes>data)[0]) and not self._state.head:
-                # What _framing.choose() decides for it, without the call: Gemini with alt=sse.
-                self._state.framing = _SSE
+            framing = None if self._state.framing is not None or self._state.head else \
+                _framing_at_once((<bytes>data)[0], self._state.fallback)
+            if framing is not None:  # what _framing.route() decides for it, without the call
+                self._state.framing = framing
             else:
                 held = -len(<bytes>data)
                 data = _route_framing(self, self._state, data, _OWN_FRAMINGS)

@@ -109,10 +109,15 @@ class Accumulator(SlotBook):
         fed = len(data)
         self._fed = True
         if not self._sse:
-            routed = _framing.route(self, self._state, data)
-            if routed is None:
-                return
-            data = routed
+            state = self._state
+            if (state.framing is not None or state.head or state.fallback != _framing.SSE
+                    or data[0] in _framing.UNTOLD_AFTER):
+                routed = _framing.route(self, self._state, data)
+                if routed is None:
+                    return
+                data = routed
+            else:  # what route() decides for a first byte that tells nothing, without the call: most streams are SSE
+                state.framing = _framing.SSE
             self._sse = True
         if self._halting:
             # Where the fed data begins, as a stream offset (for a halt at the terminator); data may

@@ -15,16 +15,18 @@ DATA_EXCERPT = 200  # … else the start of its text, as for an event given as b
 class StreamState:
     """Errors, finish reasons, usage, whether the stream ended, and the format adapter's own notes."""
 
-    __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "framer",
+    __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "fallback", "framer",
                  "head", "event_limit", "ended", "error_limit", "errors_over", "errors_over_from",
                  "recognised", "misnamed", "stray", "first_event", "turn", "event_size")
 
     def __init__(self, format: str) -> None:
         self.format = format
         # How the body is framed: "sse", "ndjson", "eventstream", "json-array", or None until its first
-        # bytes tell (Gemini streams SSE with alt=sse, one JSON array without).
-        framing, state_class = _STARTS[format]  # the format's default framing and State class, in one lookup
-        self.framing: str | None = framing
+        # bytes tell (_wire.framing.choose: Gemini streams SSE with alt=sse, one JSON array without;
+        # any format's events may come as JSON lines); fallback, when they do not: the format's own.
+        fallback, state_class = _STARTS[format]  # in one lookup
+        self.framing: str | None = None
+        self.fallback: str = fallback
         self.framer: Any = None   # the framer object for a framing other than SSE
         self.head = b""           # first bytes held while the framing is not yet known
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once

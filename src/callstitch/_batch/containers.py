@@ -9,6 +9,7 @@ from typing import Any, Callable
 import orjson
 
 from .._formats import ollama as _ollama
+from .._formats.registry import DEFAULT_FRAMING
 from .._wire.framing import choose
 from . import settings
 from .sources import Problem
@@ -24,7 +25,7 @@ _BODY_HEAD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*(?:data|event|id|retry)?:"
 
 def detect(head: bytes, format: str) -> tuple[str, str]:
     """Return (format, framing) of a body from its first bytes (the first response decides)."""
-    framing = choose(head, final=True) or "sse"
+    framing = choose(head, final=True, otherwise=DEFAULT_FRAMING[format]) or DEFAULT_FRAMING[format]
     if format != "auto":
         return format, framing
     for size in settings.PROBE + ((len(head),) if len(head) > settings.PROBE[-1] else ()):

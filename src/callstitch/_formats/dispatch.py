@@ -80,6 +80,11 @@ def foreign(state: StreamState, event: str | None, obj: Any, offset: int | None)
         return False
     found = detect(event, obj)
     if found is None:
+        if type(obj) is dict and obj.get("error") is not None:
+            # An error of no format's shape (a gateway's or a server's error body, read as a line of
+            # JSON): the in-band error "auto" reports, whichever format was named.
+            state.error("in-band error", error_text(obj["error"]), offset, obj)
+            return True
         if state.first_event is None:
             state.first_event = (offset, obj)
         return False

@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
     from .._state import StreamState
 
 KEEP_ALIVES_ONLY = "the body holds no event, only blank lines or comments (keep-alives)"
+# Errors of single events that leave unsaid what the body is (a JSON document of no format, read
+# as a line of JSON, is an event of the wrong shape to an adapter that names its events).
+_SAYS_NOTHING_OF_THE_BODY = ("malformed chunk", "unexpected shape")
 
 
 def only_keep_alives(result: Any) -> bool:
@@ -34,7 +37,8 @@ def unrecognised(state: StreamState, has_content: bool, fed: bool) -> None:
     """
     if state.recognised or state.complete or has_content:
         return
-    if state.errors and (state.stray is None or any(e.kind != "malformed chunk" for e in state.errors)):
+    if state.errors and ((state.stray is None and state.first_event is None)
+                         or any(e.kind not in _SAYS_NOTHING_OF_THE_BODY for e in state.errors)):
         return  # what was reported says it: an in-band error, a misnamed format, a limit, a cut event
     fmt = state.format
     what = "no event of any known format" if fmt == "auto" else f"no event of {fmt}"

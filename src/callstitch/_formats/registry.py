@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from .._wire.framing import NDJSON, SSE
 
+
 AUTO = "auto"
 
 
@@ -30,8 +31,9 @@ class Format:
 
     name: str
     adapter: ModuleType
-    # The framing its streams come in, or None when the first bytes tell (AWS event stream or SSE;
-    # one JSON array or SSE).
+    # The framing its streams come in when their first bytes do not tell: "{" starts JSON lines, "["
+    # one JSON array, a zero byte the AWS event stream, whatever the format (a log or a proxy may
+    # hold any format's events so, and a named format reads them as "auto" does); None: SSE.
     framing: Optional[str]
     # What ends one response in a capture of back-to-back responses (_batch.split); None: not splittable.
     # For an SSE format without rules of its own in _batch.split, a hit counts where it is the value
@@ -48,14 +50,14 @@ class Format:
 ENTRIES: dict[str, Format] = {}
 ADAPTERS: dict[str, ModuleType] = {}
 DETECTION: list[tuple[str, Callable]] = []   # (name, claims), in detection order
-DEFAULT_FRAMING: dict[str, Optional[str]] = {AUTO: None}
+DEFAULT_FRAMING: dict[str, str] = {AUTO: SSE}  # the framing when the first bytes do not tell
 TERMINATORS: dict[str, re.Pattern] = {}
 FAST_CODES: dict[str, int] = {}
 STATES: dict[str, type] = {}       # the adapters' State classes, for those that remember something
 CLOSERS: dict[str, Callable] = {}  # the adapters' close(acc, state), for those that have one
-# What a stream of each format starts with, in one lookup (StreamState, once per stream): its
-# default framing and its State class (None: it keeps none).
-STARTS: dict[str, tuple[Optional[str], Optional[type]]] = {AUTO: (None, None)}
+# What a stream of each format starts with, in one lookup (StreamState, once per stream): the
+# framing when its first bytes do not tell, and its State class (None: it keeps none).
+STARTS: dict[str, tuple[str, Optional[type]]] = {AUTO: (SSE, None)}
 
 
 def register(fmt: Format) -> Format:
@@ -64,7 +66,7 @@ def register(fmt: Format) -> Format:
         raise ValueError(f"format {fmt.name!r} is already registered")
     ENTRIES[fmt.name] = fmt
     ADAPTERS[fmt.name] = fmt.adapter
-    DEFAULT_FRAMING[fmt.name] = fmt.framing
+    DEFAULT_FRAMING[fmt.name] = fmt.framing or SSE
     if fmt.terminator is not None:
         TERMINATORS[fmt.name] = fmt.terminator
     if fmt.fast_code:
@@ -73,7 +75,7 @@ def register(fmt: Format) -> Format:
         STATES[fmt.name] = fmt.adapter.State
     if hasattr(fmt.adapter, "close"):
         CLOSERS[fmt.name] = fmt.adapter.close
-    STARTS[fmt.name] = (fmt.framing, STATES.get(fmt.name))
+    STARTS[fmt.name] = (DEFAULT_FRAMING[fmt.name], STATES.get(fmt.name))
     ranked = sorted(ENTRIES.values(), key=lambda entry: entry.rank)
     DETECTION[:] = [(entry.name, entry.adapter.claims) for entry in ranked]
     return fmt

@@ -54,8 +54,16 @@ def _prelude_ok(head: bytes) -> bool:
             and zlib.crc32(head[:8]) == struct.unpack_from(">I", head, 8)[0])
 
 
-def choose(head: bytes, final: bool = False) -> str | None:
-    """Return the framing of a body from its first bytes, or None while more are needed."""
+# First bytes after which choose() may still need more (whitespace, a BOM's first byte) or tells
+# the framing ("{", "[", a zero byte): after any other, a body has its format's own, whatever follows.
+UNTOLD_AFTER = frozenset(b" \t\r\n\xef[{\x00")
+
+
+def choose(head: bytes, final: bool = False, otherwise: str = SSE) -> str | None:
+    """Return the framing of a body from its first bytes, or None while more are needed.
+
+    otherwise: the framing when they do not tell (the stream's format's own: StreamState.fallback).
+    """
     if head[:1] == b"\x00":
         # An event-stream message starts with its length: a zero byte for any message under 16 MiB,
         # and no text framing starts with one. A damaged first prelude is the framer's to report.
@@ -65,9 +73,9 @@ def choose(head: bytes, final: bool = False) -> str | None:
     text = head[3:] if head.startswith(BOM) else head
     text = text.lstrip(_WHITESPACE)
     if not text:
-        return None if not final else SSE
+        return None if not final else otherwise
     first = text[:1]
-    return NDJSON if first == b"{" else JSONARRAY if first == b"[" else SSE
+    return NDJSON if first == b"{" else JSONARRAY if first == b"[" else otherwise
 
 
 class NDJSONFramer:
@@ -498,7 +506,7 @@ def route(acc: EventSink, state: StreamState, data: bytes, own: tuple = (SSE,)) 
     """
     if state.framing is None:
         head = state.head + data
-        kind = choose(head)
+        kind = choose(head, otherwise=state.fallback)
         if kind is None:
             state.head = head
             return None
@@ -519,7 +527,7 @@ def finish(acc: EventSink, state: StreamState, own: tuple = (SSE,)) -> bytes | N
     """At the end of the stream: settle the framing and flush the framer; return bytes still due to the twin."""
     if state.framing is None:
         head, state.head = state.head, b""
-        state.framing = choose(head, final=True) or SSE
+        state.framing = choose(head, final=True, otherwise=state.fallback) or state.fallback
         if state.framing in own:
             return head
         state.framer = make_framer(state.framing, acc, state)
