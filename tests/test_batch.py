@@ -445,6 +445,40 @@ def test_har(twin, tmp_path):
     assert [{k: v for k, v in r.items() if k not in ("source", "stream")} for r in records if r["stream"] == 1] == expect
 
 
+def test_a_har_file_with_a_bom_is_sniffed_under_any_name(twin, tmp_path):
+    # Found by review: the HAR sniffing pattern allowed no BOM, so such a file not named *.har was
+    # read as one unknown event (no call); named *.har, it was read.
+    anthropic = _bodies("anthropic", n=1)[0]
+    har = orjson.dumps({"log": {"version": "1.2", "entries": [
+        {"response": {"content": {"mimeType": "text/event-stream", "text": anthropic.decode()}}}]}})
+    named = _write(tmp_path, "a.har", har)
+    sniffed = _write(tmp_path, "export.json", b"\xef\xbb\xbf" + har)
+    strip = lambda records: [{k: v for k, v in r.items() if k != "source"} for r in records]  # noqa: E731
+    want = strip(callstitch.reassemble_many([named]))
+    assert want and strip(callstitch.reassemble_many([sniffed])) == want
+
+
+@pytest.mark.parametrize("kw, error", [
+    ({"limits": 5}, TypeError), ({"limits": {"calls": 1}}, TypeError), ({"jobs": "2"}, TypeError),
+    ({"jobs": -1}, ValueError), ({"jobs": 1.5}, TypeError), ({"field": 123}, TypeError),
+    ({"field": ["a", "b"]}, TypeError), ({"request_field": 7, "emit": "turns"}, TypeError),
+])
+def test_wrong_arguments_are_refused_where_they_are_given(tmp_path, kw, error):
+    # Found by review: limits=5 reported an internal error for every source, jobs="2" and field=123
+    # raised from inside the run, jobs=-1 ran; each is now refused by the call itself.
+    path = _write(tmp_path, "a.sse", _bodies("anthropic", n=1)[0])
+    with pytest.raises(error):
+        callstitch.reassemble_many([path], **kw)
+
+
+def test_a_name_with_a_nul_is_reported_and_the_other_sources_are_read(twin, tmp_path):
+    path = _write(tmp_path, "a.sse", _bodies("anthropic", n=1)[0])
+    problems = []
+    records = list(callstitch.reassemble_many([path, "b\x00.sse"], on_problem=lambda *a: problems.append(a)))
+    assert records and {r["source"] for r in records} == {path}
+    assert [(p[0], p[4]) for p in problems] == [("b\x00.sse", "input")]
+
+
 def _zstd(data: bytes) -> bytes:
     zstandard = pytest.importorskip("zstandard")
     return zstandard.ZstdCompressor().compress(data)

@@ -120,6 +120,48 @@ def _workers_of(pid: int) -> list[int]:
     return children
 
 
+def test_a_link_loop_in_a_walked_directory_is_reported_and_the_run_goes_on(tmp_path):
+    # Found by review: a link to itself named like a capture, met while walking a directory, raised
+    # from the walk (ELOOP): a traceback, and no record at all, not even of the inputs before it.
+    first, = write_sources(tmp_path, n=1, responses=2)
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    (loop / "b.sse").write_bytes(open(first, "rb").read())
+    os.symlink("self.sse", loop / "self.sse")
+    proc = cli(first, str(loop), "-j", "1")
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
+    assert b"self.sse: Too many levels of symbolic links" in proc.stderr
+    assert {r["source"] for r in records(proc)} == {first, str(loop / "b.sse")}
+
+
+def test_the_output_file_is_never_read_as_an_input(tmp_path):
+    # Found by review: -o inside a walked directory was truncated, then walked as an input ("not a
+    # stream: the body is empty", exit 1 on every run); -o naming an input emptied the capture.
+    first, = write_sources(tmp_path, n=1, responses=2)
+    out = tmp_path / "out.jsonl"
+    for _ in range(2):  # the second run finds the first one's output in the directory
+        proc = cli(str(tmp_path), "-o", str(out))
+        assert proc.returncode == 0, proc.stderr
+        assert {r["source"] for r in [orjson.loads(line) for line in out.read_bytes().splitlines()]} == {first}
+    before = open(first, "rb").read()
+    proc = cli(first, "-o", first)
+    assert proc.returncode == 2 and b"writing there would destroy it" in proc.stderr, proc.stderr
+    assert open(first, "rb").read() == before
+
+
+@pytest.mark.parametrize("closed, code, says", [(">&-", EXIT_OUTPUT, b"cannot write standard output: it is closed"),
+                                                ("<&-", 1, b"<stdin>: standard input is closed")])
+def test_a_closed_standard_stream_is_said_plainly(tmp_path, closed, code, says):
+    # Found by review: started with standard output closed, the CLI died with a traceback; with
+    # standard input closed, it reported an internal error.
+    first, = write_sources(tmp_path, n=1, responses=2)
+    args = first if closed == ">&-" else ""
+    proc = subprocess.run(f"{sys.executable} -m callstitch reassemble {args} {closed}", shell=True,
+                          stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == code and says in proc.stderr, proc.stderr
+    assert b"Traceback" not in proc.stderr and b"internal error" not in proc.stderr
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_sigterm_stops_the_run_and_leaves_no_temporary_files(tmp_path, jobs):
     # A job scheduler stops a run with SIGTERM: Python's default ended the process at once, and the

@@ -253,6 +253,8 @@ def _guarded(fn: Any) -> Any:
 
 def _open_output(args: argparse.Namespace, fmt: str) -> tuple[Any, Any, Any]:
     """Return (write, close, the Parquet sink or None) for the output; raise ImportError or _OutputError."""
+    if not args.output and sys.stdout is None:  # (started with it closed: >&-)
+        raise _OutputError("it is closed")
     target: Any = args.output if args.output else sys.stdout.buffer
     try:
         if fmt == "parquet":
@@ -273,6 +275,19 @@ def _release_stdout() -> None:
         pass
 
 
+def _check_not_an_input(output: str | None, inputs: list[str]) -> None:
+    """Raise ValueError when -o names a file given as an input: opening it for writing would empty it first."""
+    if not output:
+        return
+    for item in inputs:
+        try:
+            same = os.path.isfile(item) and os.path.samefile(item, output)
+        except (OSError, ValueError):  # (the output does not exist yet, or a name no file can have)
+            same = False
+        if same:
+            raise ValueError(f"-o {output!r} is the input {item!r}: writing there would destroy it")
+
+
 def reassemble_command(args: argparse.Namespace) -> int:
     """Reassemble every input and write its calls; return the exit status."""
     err = sys.stderr
@@ -281,6 +296,7 @@ def reassemble_command(args: argparse.Namespace) -> int:
     try:
         fmt = output_format(args)
         _check_emit(args, fmt)
+        _check_not_an_input(args.output, args.inputs)
         write, close, sink = _open_output(args, fmt)
     except ValueError as exc:
         err.write(f"callstitch: {exc}\n")
@@ -295,7 +311,7 @@ def reassemble_command(args: argparse.Namespace) -> int:
     batch = Batch(args.inputs or ["-"], format=args.format, field=args.field, jobs=args.jobs,
                   container=args.container, on_problem=_problem_printer(err),
                   on_progress=progress.update if progress is not None else None, limits=_limits(args),
-                  emit=args.emit, request_field=args.request_field)
+                  emit=args.emit, request_field=args.request_field, written=args.output)
     started = time.perf_counter()
     try:
         for chunk in batch.chunks():

@@ -16,7 +16,7 @@ from .sources import Problem
 from .split import _prelude_ok
 
 CONTAINERS = ("auto", "body", "jsonl", "har")
-_HAR_HEAD = re.compile(rb'\s*\{\s*"log"\s*:')
+_HAR_HEAD = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"log"\s*:')  # (a BOM first: Windows tools write one)
 # How a response body starts and a JSON lines log never does: an SSE field or comment line, or
 # an AWS event-stream prelude (checked by its CRC: a log's damaged first line may hold zero bytes
 # too). (Ollama's NDJSON body starts like a log: "{".)

@@ -42,7 +42,8 @@ class Plan:
 
     def __init__(self, sources: list[str], format: str, field: tuple[str, ...] | None, container: str,
                  limits: Limits | None, summary: Any, emit: str = "calls",
-                 request: tuple[str, ...] | None = None) -> None:
+                 request: tuple[str, ...] | None = None, written: str | None = None) -> None:
+        self._written = written  # the run's output file: never an input (sources.expand)
         self._emit = emit
         self._request = request
         self._sources = sources
@@ -67,7 +68,7 @@ class Plan:
                     spill_bytes=settings.SPILL_BYTES)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
-        for path, problem in expand(self._sources):
+        for path, problem in expand(self._sources, self._written):
             self._summary.sources += 1
             if problem is not None:
                 yield "problem", (path, problem)

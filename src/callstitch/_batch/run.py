@@ -8,12 +8,12 @@ import shutil
 import tempfile
 from array import array
 from collections import Counter
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
 from .._formats.dispatch import check_format
-from .._limits import Limits
+from .._limits import Limits, as_numbers
 from .._records import read_records
 from . import settings
 from .collect import SHRANK, shown
@@ -58,11 +58,13 @@ class Batch:
                  jobs: int | None = 1, container: str = "auto",
                  on_problem: Callable[..., None] | None = None,
                  on_progress: Callable[[Summary], None] | None = None, limits: Limits | None = None,
-                 emit: str = "calls", request_field: str | None = None) -> None:
+                 emit: str = "calls", request_field: str | None = None, written: str | None = None) -> None:
+        """written: the file the output goes to (the command line's -o): a directory or glob holding it skips it."""
         check_format(format)
         check_emit(emit, request_field)
         if container not in CONTAINERS:
             raise ValueError(f"unknown container {container!r}; known: {', '.join(CONTAINERS)}")
+        _check_arguments(jobs, field, request_field, limits)
         self._jobs = max(1, jobs or os.cpu_count() or 1)
         self._on_problem = on_problem
         self._on_progress = on_progress
@@ -70,7 +72,7 @@ class Batch:
         self._bare = emit == "chat-messages"  # its lines carry no source and stream
         self._plan = Plan(source_names(sources), format,
                           tuple(field.split(".")) if field else None, container, limits, self.summary, emit,
-                          tuple(request_field.split(".")) if request_field else None)
+                          tuple(request_field.split(".")) if request_field else None, written)
 
     def __iter__(self) -> Iterator[dict]:
         for chunk in self.chunks():
@@ -170,6 +172,17 @@ def _without(o: Outcome, kind: str) -> Outcome:
     """Return o without its problems of one kind."""
     errors = {k: n for k, n in o.errors.items() if k != kind}
     return o._replace(errors=errors, problems=[p for p in o.problems if p[2] != kind])
+
+
+def _check_arguments(jobs: Any, field: Any, request_field: Any, limits: Any) -> None:
+    """Refuse wrong arguments where they are given (else each source reported an internal error, or iteration raised)."""
+    if jobs is not None and (type(jobs) is not int or jobs < 0):
+        raise (ValueError if type(jobs) is int else TypeError)(
+            f"reassemble_many: jobs must be a number of processes (0 or None: one per core), not {jobs!r}")
+    for name, value in (("field", field), ("request_field", request_field)):
+        if value is not None and type(value) is not str:
+            raise TypeError(f"reassemble_many: {name} must be a dotted path (str) or None, not {type(value).__name__}")
+    as_numbers(limits)  # (a TypeError that names what it got, for anything but a Limits or None)
 
 
 def reassemble_many(sources: Sources, *, format: str = "auto", field: str | None = None,

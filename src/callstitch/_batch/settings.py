@@ -16,7 +16,7 @@ FEED = 1 << 18           # one feed of a read, when accumulators stop at their o
 # together), whatever the number of workers, so -j N writes what -j 1 writes. (The variable is
 # for tests and tuning. The records do not depend on it: the plan moves each boundary to the first
 # response start after it, plan._cut_bounds.)
-RANGE = int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20))
+RANGE = max(1, int(os.environ.get("CALLSTITCH_RANGE_BYTES", 64 << 20)))  # (0 would plan tasks without end)
 LOOKBACK = 256 << 10     # a range task starts scanning this far before its start
 PROBE = (4096, 65536, 1 << 20)  # how much of the first response format detection looks at
 PROBE_MORE = 16 << 20    # and how far it reads on while the first event is not over (containers.detect_reading)

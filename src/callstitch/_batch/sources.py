@@ -104,7 +104,7 @@ _NOT_A_PATH = ("reassemble_many: {what} is {kind}, not a path (str or os.PathLik
                "use callstitch.reassemble(body), and give a path held in bytes as os.fsdecode(path)")
 
 
-def expand(inputs: list[str]) -> Iterator[tuple[str, Problem | None]]:
+def expand(inputs: list[str], written: str | None = None) -> Iterator[tuple[str, Problem | None]]:
     """Yield (source, problem) for each input: files, directories (recursively), globs and '-'.
 
     A directory contributes its regular files with a body-like name, in sorted order; a glob
@@ -112,13 +112,19 @@ def expand(inputs: list[str]) -> Iterator[tuple[str, Problem | None]]:
     what is not a regular file (a FIFO would block it for good); a file met twice, under any
     name, is read once. What is named on the command line is read whatever it is (a FIFO such
     as ``<(zcat day.gz)``, /dev/stdin). An input that names nothing yields a problem instead.
+    written: the file the run writes its output to (the command line's -o), never read as an input
+    where a directory or a glob holds it.
     """
     seen: set = set()  # (st_dev, st_ino) of every regular file yielded
+    if written is not None:
+        _first_time(written, seen, named=False)
     for item in inputs:
         if item == STDIN:
             yield STDIN, None
         elif not _encodable(item):
             yield item, Problem("input", "the name holds a character no file name can (a lone surrogate)")
+        elif "\x00" in item:
+            yield item, Problem("input", "the name holds a NUL character, which no file name can")
         elif os.path.isdir(item):
             yield from _walk(item, seen)
         elif os.path.exists(item) or not glob.has_magic(item):
@@ -192,7 +198,10 @@ def _walk(root: str, seen: set) -> Iterator[tuple[str, Problem | None]]:
 
 
 def _is_dir_link(entry: os.DirEntry) -> bool:
-    return entry.is_symlink() and entry.is_dir()
+    try:
+        return entry.is_symlink() and entry.is_dir()
+    except OSError:  # a link loop, say: no directory to walk; opening it reports what it is
+        return False
 
 
 def _glob(pattern: str) -> list[str]:
@@ -571,8 +580,13 @@ def open_source(path: str) -> tuple[BinaryIO, str | None, BinaryIO]:
     """
     if path == STDIN:
         import sys
+        if sys.stdin is None:  # (started with it closed: <&-)
+            raise Problem("unreadable", "standard input is closed")
         raw: BinaryIO = sys.stdin.buffer
-        head = raw.read(6)
+        try:
+            head = raw.read(6)
+        except OSError as exc:  # (a descriptor 0 that is no longer open, say)
+            raise Problem("unreadable", exc.strerror or str(exc)) from None
         compression = sniff_compression(head)
         peeked = _Peeked(head, raw)
         return wrap(peeked, compression), compression, peeked  # type: ignore[arg-type, return-value]
