@@ -319,20 +319,22 @@ Reassemble the tool calls of one streamed response.
             if not data:
                 return 0
             self._fed = True
-            framing = None if self._state.framing is not None or self._state.head else \
-                _framing_at_once((<bytes>data)[0], self._state.fallback)
+            state = self._state
+            framing = None if state.framing is not None or state.head else \
+                _framing_at_once((<bytes>data)[0], state.fallback)
             if framing is not None:  # what _framing.route() decides for it, without the call
-                self._state.framing = framing
+                state.framing = framing
             else:
                 held = -len(<bytes>data)
-                data = _route_framing(self, self._state, data, _OWN_FRAMINGS)
+                data = _route_framing(self, state, data, _OWN_FRAMINGS)
                 if data is None:
                     return 0
                 held += len(<bytes>data)
+                framing = state.framing
             self._in_place = True
-            self._nd = self._state.framing == _NDJSON
-            self._es = self._state.framing == _EVENTSTREAM
-            self._ja = self._state.framing == _JSONARRAY
+            self._nd = framing == _NDJSON
+            self._es = framing == _EVENTSTREAM
+            self._ja = framing == _JSONARRAY
             if held > 0:
                 self._feed(<const unsigned char *><char *>data, len(<bytes>data))
                 if self._halted_at >= 0:  # halted() counts this read's bytes only, as the pure twin's does
