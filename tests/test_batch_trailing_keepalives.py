@@ -29,6 +29,25 @@ def test_keep_alives_after_the_last_response_are_no_stream(impl, monkeypatch, tm
     assert len(records) == (2 if body is CALL else 0)
 
 
+@pytest.mark.parametrize("body", [CALL, ANTHROPIC], ids=["openai-chat", "anthropic"])
+@pytest.mark.parametrize("tail", [b": keep-alive\n\n", b"event: ping\n\n", b"id: 5\n\n", b"retry: 3000\n\n", b":\n\n"])
+@pytest.mark.parametrize("emit", ["calls", "turns"])
+def test_keep_alives_after_the_last_response_are_no_stream_in_range_tasks_either(impl, monkeypatch, tmp_path, body,
+                                                                                 tail, emit):
+    # Found by review: a range task that started after the last response held only the keep-alives
+    # after it, and reported them as a stream of their own ("not a stream", one record more with
+    # --emit turns), so the output of a large file changed with where its ranges fell.
+    monkeypatch.setattr(settings, "Accumulator", impl.Accumulator)
+    path = tmp_path / "many.sse"
+    path.write_bytes(body * 20 + tail)
+    whole = list(callstitch.reassemble_many([str(path)], jobs=1, emit=emit))
+    for size in (len(body) * 20 - 3, len(body) * 19 + 5, 97):  # the last range: the tail alone, or with more
+        monkeypatch.setattr(settings, "RANGE", size)
+        batch = callstitch.reassemble_many([str(path)], jobs=1, emit=emit)
+        assert list(batch) == whole, size
+        assert batch.summary.streams == 20 and batch.summary.errors == {}, (size, batch.summary.errors)
+
+
 @pytest.mark.usefixtures("every_twin")  # the batch layer here and in subprocesses
 def test_the_cli_exits_0_on_a_capture_ending_in_a_keep_alive(tmp_path):
     path = tmp_path / "cap.sse"

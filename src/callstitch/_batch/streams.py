@@ -154,8 +154,8 @@ def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo
                     emitted += 1
                 p = cut
             return emitted
-    if stream and only_keep_alives(result):
-        return 0  # keep-alives after a file's last response: no stream of its own
+    if follows and only_keep_alives(result):
+        return 0  # keep-alives after a file's last response (in an earlier range, perhaps): no stream of its own
     if follows and only_an_end(result):
         return 0  # the response before sent its terminator twice (some proxies do): no response of its own
     out.result(stream, result, acc_start)
