@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import bz2
 import functools
 import gc
+import gzip
 import inspect
+import lzma
 import os
 import random
 import subprocess
@@ -82,6 +85,15 @@ def test_random_bytes_are_no_stream(impl, format):
     assert result.errors, "random bytes must not read as a clean empty stream"
     if format not in ("bedrock", "auto") or noise[0] != 0:  # a zero first byte would mean the AWS event stream
         assert result.errors[0].kind in ("not a stream", "malformed chunk")
+
+
+@pytest.mark.parametrize("compress, name", [(gzip.compress, "gzip"), (bz2.compress, "bzip2"), (lzma.compress, "xz")])
+def test_a_compressed_body_says_so(impl, compress, name):
+    # Found by review: a gateway forwards a response an upstream compressed anyway as it came; its
+    # calls are lost, and the error said only "the body is not an event stream".
+    result = impl.reassemble(compress(BODIES["openai-chat"]), format="openai-chat")
+    assert [e.kind for e in result.errors] == ["not a stream"]
+    assert f"the body is {name}-compressed (a Content-Encoding not undone?)" in result.errors[0].detail
 
 
 def test_a_framing_callstitch_does_not_know_is_no_stream(impl):

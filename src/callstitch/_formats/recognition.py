@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
     from .._state import StreamState
 
 KEEP_ALIVES_ONLY = "the body holds no event, only blank lines or comments (keep-alives)"
+# The first bytes of a compressed body (gzip, zstandard, bzip2, xz), and its compression's name.
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
 # Errors of single events that leave unsaid what the body is (a JSON document of no format, read
 # as a line of JSON, is an event of the wrong shape to an adapter that names its events).
 _SAYS_NOTHING_OF_THE_BODY = ("malformed chunk", "unexpected shape")
@@ -58,6 +60,9 @@ def unrecognised(state: StreamState, has_content: bool, fed: bool) -> None:
 def _looks_like(line: bytes) -> str:
     """Return what a body whose first stray line is line looks like, in words."""
     text = line.lstrip(b" \t")
+    for magic, name in _COMPRESSED:
+        if line.startswith(magic):  # a proxy that compressed it anyway (a gateway forwards it as it came)
+            return f"the body is {name}-compressed (a Content-Encoding not undone?), not an event stream"
     if text[:1] == b"<":
         return "the body looks like HTML (an error page?), not an event stream"
     if text[:1] in (b"{", b"["):
