@@ -1,11 +1,14 @@
 """SSE framing by the WHATWG rules, through feed() and reassemble(), against both twins."""
 
 import json
+import tracemalloc
 
 import pytest
 
 from _streams import DONE, bytewise, chunk, dumps, feed_split, finish, summary, tool_delta
 from conftest import halted_run
+
+from callstitch import Limits
 
 ARGS = '{"city": "Paris", "note": "café ☕ 東京 😀"}'
 PARSED = {"city": "Paris", "note": "café ☕ 東京 😀"}
@@ -552,3 +555,43 @@ def test_halt_at_end_asked_after_the_terminator_halts_at_once(both, more):
         assert acc.halted() == 0  # none of what is fed from now on is this stream's
         assert acc.feed(more) == [] and acc.halted() == 0
         assert acc.finalize() == alone
+
+
+@pytest.mark.parametrize("blank", [b"\n", b"\r\n", b" ", b"\xef\xbb\xbf\n"], ids=["lf", "crlf", "space", "bom-lf"])
+def test_blanks_before_the_first_event_are_not_held_past_the_event_limit(both, blank):
+    # Found by review: while the first bytes did not tell the framing, every read was added to
+    # the head and the whole head looked at again: 16 MiB of blank lines were held whatever
+    # Limits.event_bytes said, and 1,000 one-byte reads after them took 35 s (a gateway's event
+    # loop stalled). Past event_bytes of blanks the framing is the format's own; bounded and linear.
+    limits = Limits(event_bytes=64 << 10)
+    for impl in both:
+        acc = impl.Accumulator(format="auto", limits=limits)
+        tracemalloc.start()
+        for _ in range(16):
+            acc.feed(blank * ((1 << 18) // len(blank)))
+        held = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert held < 2 << 20, (impl.name, held)  # (each read is 256 KiB, copied a few times: 4 MiB were held before)
+        for _ in range(1000):
+            acc.feed(b"\n")
+        acc.feed(_body())
+        result = acc.finalize()
+        assert [c.name for c in result.tool_calls] == ["get_weather"], (impl.name, result.errors)
+
+
+@pytest.mark.parametrize("blanks", [100, 70_000])
+def test_a_long_blank_start_frames_alike_whatever_the_reads(both, blanks):
+    # JSON lines after blanks: read as JSON lines below Limits.event_bytes of blanks, as the
+    # format's own framing past it, wherever the reads fall.
+    lines = b"".join(line[6:] + b"\n" for line in _body().split(b"\n") if line.startswith(b"data: {"))
+    body = b"\n" * blanks + lines
+    limits = Limits(event_bytes=64 << 10)
+    results = []
+    for impl in both:
+        for size in (len(body), 777, 1):
+            acc = impl.Accumulator(format="auto", limits=limits)
+            for i in range(0, len(body), size):
+                acc.feed(body[i:i + size])
+            results.append(acc.finalize())
+    assert all(r == results[0] for r in results)
+    assert bool(results[0].tool_calls) is (blanks < 64 << 10)

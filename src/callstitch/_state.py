@@ -28,7 +28,7 @@ class StreamState:
         self.framing: str | None = None
         self.fallback: str = fallback
         self.framer: Any = None   # the framer object for a framing other than SSE
-        self.head = b""           # first bytes held while the framing is not yet known
+        self.head: bytes | bytearray = b""  # first bytes held while the framing is not yet known (blanks)
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once
         self.ended = False  # the stream's terminator ([DONE]) has come: nothing after it is this stream's
         self.errors: list[StreamError] = []

@@ -59,10 +59,11 @@ def _prelude_ok(head: bytes) -> bool:
 UNTOLD_AFTER = frozenset(b" \t\r\n\xef[{\x00")
 
 
-def choose(head: bytes, final: bool = False, otherwise: str = SSE) -> str | None:
+def choose(head: bytes | bytearray, final: bool = False, otherwise: str = SSE, blanks: int = 1 << 62) -> str | None:
     """Return the framing of a body from its first bytes, or None while more are needed.
 
-    otherwise: the framing when they do not tell (the stream's format's own: StreamState.fallback).
+    otherwise: the framing when they do not tell (the stream's format's own: StreamState.fallback),
+    also when more than blanks blank bytes come first (Limits.event_bytes: none are held past it).
     """
     if head[:1] == b"\x00":
         # An event-stream message starts with its length: a zero byte for any message under 16 MiB,
@@ -71,10 +72,17 @@ def choose(head: bytes, final: bool = False, otherwise: str = SSE) -> str | None
     if len(head) < 3 and BOM.startswith(head) and not final:
         return None  # a BOM may be arriving a byte at a time: its end will tell
     text = head[3:] if head.startswith(BOM) else head
-    text = text.lstrip(_WHITESPACE)
-    if not text:
+    return _by_first(text, final, otherwise, blanks)
+
+
+def _by_first(text: bytes | bytearray, final: bool, otherwise: str, blanks: int) -> str | None:
+    """Return the framing its first byte past blanks tells (choose, past a BOM); None while only blanks came."""
+    rest = text.lstrip(_WHITESPACE)
+    if len(text) - len(rest) > blanks:
+        return otherwise
+    if not rest:
         return None if not final else otherwise
-    first = text[:1]
+    first = rest[:1]
     return NDJSON if first == b"{" else JSONARRAY if first == b"[" else otherwise
 
 
@@ -505,12 +513,10 @@ def route(acc: EventSink, state: StreamState, data: bytes, own: tuple = (SSE,)) 
     Called only while the framing is unknown or is not one of those.
     """
     if state.framing is None:
-        head = state.head + data
-        kind = choose(head, otherwise=state.fallback)
+        kind = _hold_or_choose(state, data)
         if kind is None:
-            state.head = head
             return None
-        state.head = b""
+        head, state.head = bytes(state.head), b""
         state.framing = kind
         if kind in own:
             return head
@@ -523,11 +529,30 @@ def route(acc: EventSink, state: StreamState, data: bytes, own: tuple = (SSE,)) 
     return None
 
 
+def _hold_or_choose(state: StreamState, data: bytes) -> str | None:
+    """Add data to the bytes held while the framing is unknown; return the framing once they tell, else None.
+
+    What is held is a BOM and blanks: past a BOM's three bytes only the new data can tell, so it
+    alone is looked at (a body opening with megabytes of blank lines, fed a byte at a time, looked
+    at the whole held head at every read: quadratic). Blanks longer than Limits.event_bytes are not
+    held on: the framing is then the format's own, whatever comes next.
+    """
+    held = state.head
+    if len(held) < 3:  # a BOM may still be arriving: the whole head, a few bytes, tells
+        head = bytearray(held)
+        head += data
+        state.head = head
+        return choose(head, otherwise=state.fallback, blanks=state.event_limit)
+    blanks = len(held) - 3 if held.startswith(BOM) else len(held)  # (the blanks held: all of it past a BOM)
+    held += data  # (a bytearray: it grows in place)
+    return _by_first(data, False, state.fallback, state.event_limit - blanks)
+
+
 def finish(acc: EventSink, state: StreamState, own: tuple = (SSE,)) -> bytes | None:
     """At the end of the stream: settle the framing and flush the framer; return bytes still due to the twin."""
     if state.framing is None:
-        head, state.head = state.head, b""
-        state.framing = choose(head, final=True, otherwise=state.fallback) or state.fallback
+        head, state.head = bytes(state.head), b""
+        state.framing = choose(head, final=True, otherwise=state.fallback, blanks=state.event_limit) or state.fallback
         if state.framing in own:
             return head
         state.framer = make_framer(state.framing, acc, state)
