@@ -137,16 +137,28 @@ def test_a_link_loop_in_a_walked_directory_is_reported_and_the_run_goes_on(tmp_p
 def test_the_output_file_is_never_read_as_an_input(tmp_path):
     # Found by review: -o inside a walked directory was truncated, then walked as an input ("not a
     # stream: the body is empty", exit 1 on every run); -o naming an input emptied the capture.
+    # A second run found the first one's output, and a glob or walk could reach a capture named
+    # by -o: each was emptied first, silently skipped once the fix began to skip the output file.
     first, = write_sources(tmp_path, n=1, responses=2)
     out = tmp_path / "out.jsonl"
-    for _ in range(2):  # the second run finds the first one's output in the directory
-        proc = cli(str(tmp_path), "-o", str(out))
-        assert proc.returncode == 0, proc.stderr
-        assert {r["source"] for r in [orjson.loads(line) for line in out.read_bytes().splitlines()]} == {first}
+    proc = cli(str(tmp_path), "-o", str(out))  # a new file: made by the run, and never read by it
+    assert proc.returncode == 0, proc.stderr
+    made = out.read_bytes()
+    assert {r["source"] for r in [orjson.loads(line) for line in made.splitlines()]} == {first}
     before = open(first, "rb").read()
-    proc = cli(first, "-o", first)
-    assert proc.returncode == 2 and b"writing there would destroy it" in proc.stderr, proc.stderr
-    assert open(first, "rb").read() == before
+    for inputs, target in (([str(tmp_path)], str(out)), ([first], first), ([str(tmp_path / "*.sse")], first),
+                           ([str(tmp_path)], first)):
+        proc = cli(*inputs, "-o", target)  # an existing file that is an input: refused, untouched
+        assert proc.returncode == 2 and b"writing there would destroy it" in proc.stderr, (inputs, proc.stderr)
+    assert open(first, "rb").read() == before and out.read_bytes() == made
+    walked = tmp_path / "walked"
+    walked.mkdir()
+    (walked / "a.sse").write_bytes(before)
+    with open(walked / "redirected.jsonl", "wb") as stdout:  # standard output into the walked directory
+        proc = cli(str(walked), stdout=stdout)
+    assert proc.returncode == 0 and b"redirected.jsonl" not in proc.stderr, proc.stderr
+    lines = (walked / "redirected.jsonl").read_bytes().splitlines()
+    assert lines and {orjson.loads(line)["source"] for line in lines} == {str(walked / "a.sse")}
 
 
 @pytest.mark.parametrize("closed, code, says", [(">&-", EXIT_OUTPUT, b"cannot write standard output: it is closed"),

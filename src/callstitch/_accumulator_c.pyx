@@ -279,9 +279,8 @@ Reassemble the tool calls of one streamed response.
         self._fast = format == "openai-chat"
         self._fmt = _FORMAT_CODES.get(format, FMT_OTHER)
         self._auto = format == "auto"
-        framing = self._state.framing
-        self._in_place = framing == _SSE or framing == _NDJSON  # known from the format, and framed here
-        self._nd = framing == _NDJSON
+        self._in_place = False  # the first bytes tell the framing (_feed_data)
+        self._nd = False
         self._tail = bytearray()
         self._event_name = None
 

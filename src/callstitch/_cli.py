@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 import sys
 import time
 from typing import Any, BinaryIO
@@ -12,6 +13,7 @@ from typing import Any, BinaryIO
 from . import __version__
 from ._accumulator import IMPLEMENTATION
 from ._batch.run import CONTAINERS, Batch
+from ._batch.sources import STDIN, expand
 from ._batch.turns import EMITS
 from ._formats import registry
 from ._limits import UNLIMITED, Limits
@@ -275,17 +277,32 @@ def _release_stdout() -> None:
         pass
 
 
+_STDOUT_FILE = "/dev/stdout"  # where it is a file, that file (Linux, macOS); elsewhere not there: nothing skipped
+
+
 def _check_not_an_input(output: str | None, inputs: list[str]) -> None:
-    """Raise ValueError when -o names a file given as an input: opening it for writing would empty it first."""
+    """Raise ValueError when -o names a file that is an input (named, globbed or walked): opening it would empty it.
+
+    A file -o makes anew is no input: the run skips it where a directory or glob meets it.
+    """
     if not output:
         return
-    for item in inputs:
+    try:
+        st = os.stat(output)
+    except (OSError, ValueError):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return  # (/dev/null, a FIFO: writing destroys nothing)
+    for path, problem in expand(inputs or [STDIN]):
+        if problem is not None or path == STDIN:
+            continue
         try:
-            same = os.path.isfile(item) and os.path.samefile(item, output)
-        except (OSError, ValueError):  # (the output does not exist yet, or a name no file can have)
-            same = False
+            same = os.path.samefile(path, output)
+        except (OSError, ValueError):
+            continue
         if same:
-            raise ValueError(f"-o {output!r} is the input {item!r}: writing there would destroy it")
+            raise ValueError(f"-o {output!r} is an input ({path!r}): writing there would destroy it; "
+                             "write elsewhere or remove it first")
 
 
 def reassemble_command(args: argparse.Namespace) -> int:
@@ -311,7 +328,8 @@ def reassemble_command(args: argparse.Namespace) -> int:
     batch = Batch(args.inputs or ["-"], format=args.format, field=args.field, jobs=args.jobs,
                   container=args.container, on_problem=_problem_printer(err),
                   on_progress=progress.update if progress is not None else None, limits=_limits(args),
-                  emit=args.emit, request_field=args.request_field, written=args.output)
+                  emit=args.emit, request_field=args.request_field,
+                  written=args.output or _STDOUT_FILE)  # (standard output redirected into a walked directory)
     started = time.perf_counter()
     try:
         for chunk in batch.chunks():

@@ -116,8 +116,9 @@ def expand(inputs: list[str], written: str | None = None) -> Iterator[tuple[str,
     where a directory or a glob holds it.
     """
     seen: set = set()  # (st_dev, st_ino) of every regular file yielded
-    if written is not None:
-        _first_time(written, seen, named=False)
+    output = _file_key(written) if written is not None else None
+    if output is not None:
+        seen.add(output)  # (where a directory or glob meets it, it is skipped)
     for item in inputs:
         if item == STDIN:
             yield STDIN, None
@@ -127,6 +128,8 @@ def expand(inputs: list[str], written: str | None = None) -> Iterator[tuple[str,
             yield item, Problem("input", "the name holds a NUL character, which no file name can")
         elif os.path.isdir(item):
             yield from _walk(item, seen)
+        elif output is not None and _file_key(item) == output:
+            yield item, Problem("input", "it is the file the output is written to (emptied as the run began)")
         elif os.path.exists(item) or not glob.has_magic(item):
             if _first_time(item, seen, named=True):  # a missing file is reported when it is opened
                 yield item, None
@@ -151,6 +154,15 @@ def _encodable(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _file_key(path: str) -> tuple[int, int] | None:
+    """Return (st_dev, st_ino) of a regular file, or None (none there, or no regular file)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
 
 
 def _first_time(path: str, seen: set, named: bool) -> bool | None:

@@ -513,10 +513,17 @@ def route(acc: EventSink, state: StreamState, data: bytes, own: tuple = (SSE,)) 
     Called only while the framing is unknown or is not one of those.
     """
     if state.framing is None:
-        kind = _hold_or_choose(state, data)
-        if kind is None:
-            return None
-        head, state.head = bytes(state.head), b""
+        if state.head:
+            kind = _hold_or_choose(state, data)
+            if kind is None:
+                return None
+            head, state.head = bytes(state.head), b""
+        else:  # the first read: most bodies tell at once, and a large read is not copied to be looked at
+            kind = choose(data, otherwise=state.fallback, blanks=state.event_limit)
+            if kind is None:
+                state.head = bytearray(data)
+                return None
+            head = data
         state.framing = kind
         if kind in own:
             return head
