@@ -96,6 +96,27 @@ def test_a_compressed_body_says_so(impl, compress, name):
     assert f"the body is {name}-compressed (a Content-Encoding not undone?)" in result.errors[0].detail
 
 
+@pytest.mark.parametrize("format", ["auto", "openai-chat", "anthropic", "openai-responses", "cohere"])
+def test_a_pretty_printed_json_document_is_one_not_a_stream(both, format):
+    # Found by review: once every "{" meant JSON lines, OpenAI's indented error bodies (and
+    # non-streamed responses) were read line by line: a malformed chunk per line, then "not a
+    # stream". A "{" alone on the first line is a JSON document, whatever the reads.
+    document = orjson.dumps({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}},
+                            option=orjson.OPT_INDENT_2)
+    for body in (document, b"\xef\xbb\xbf\n\n{  \r\n" + document[2:], b"{"):
+        seen = set()
+        for impl in both:
+            for size in (len(body), 1, 2, 5):
+                acc = impl.Accumulator(format=format)
+                for i in range(0, len(body), size):
+                    acc.feed(body[i:i + size])
+                result = acc.finalize()
+                seen.add(str([(e.kind, e.detail, e.offset) for e in result.errors]))
+                assert [e.kind for e in result.errors] == ["not a stream"], (impl.name, size, result.errors)
+                assert "the body looks like a JSON document" in result.errors[0].detail
+        assert len(seen) == 1
+
+
 def test_a_framing_callstitch_does_not_know_is_no_stream(impl):
     body = b"message: {\"choices\": []}\r\nmessage: {\"choices\": []}\r\n"
     result = impl.reassemble(body, format="openai-chat")

@@ -125,14 +125,23 @@ es_crc_init()
 include "_c/paths.pxi"
 
 
-cdef inline object _framing_at_once(unsigned char first, object fallback):
-    """Return the framing of a body starting with this byte whatever follows (as _framing.choose decides), or None.
+cdef inline object _framing_at_once(const unsigned char *p, Py_ssize_t n, object fallback, Py_ssize_t blanks):
+    """Return the framing of a body starting with these bytes (as _framing.choose decides), or None.
 
-    None for the bytes after which it needs more (whitespace, a BOM's first byte: _framing.UNTOLD_AFTER
-    less the three that tell at once); fallback, the format's own, for a byte that tells nothing.
+    None for the first bytes after which it needs more (whitespace, a BOM's first byte:
+    _framing.UNTOLD_AFTER), or a "{" with only spaces after it in this read (its line's end tells:
+    _framing._after_brace); fallback, the format's own, for a first byte that tells nothing.
     """
+    cdef unsigned char first = p[0]
+    cdef Py_ssize_t i = 1
     if first == b'{':
-        return _NDJSON
+        while i < n and (p[i] == b' ' or p[i] == b'\t'):
+            i += 1
+        if i - 1 > blanks:
+            return fallback
+        if i == n:
+            return None
+        return fallback if p[i] == b'\r' or p[i] == b'\n' else _NDJSON
     if first == b'[':
         return _JSONARRAY
     if first == 0:
@@ -320,7 +329,8 @@ Reassemble the tool calls of one streamed response.
             self._fed = True
             state = self._state
             framing = None if state.framing is not None or state.head else \
-                _framing_at_once((<bytes>data)[0], state.fallback)
+                _framing_at_once(<const unsigned char *><char *>data, len(<bytes>data), state.fallback,
+                                 state.event_limit)
             if framing is not None:  # what _framing.route() decides for it, without the call
                 state.framing = framing
             else:

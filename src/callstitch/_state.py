@@ -15,7 +15,7 @@ DATA_EXCERPT = 200  # … else the start of its text, as for an event given as b
 class StreamState:
     """Errors, finish reasons, usage, whether the stream ended, and the format adapter's own notes."""
 
-    __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "fallback", "framer",
+    __slots__ = ("format", "errors", "finish_reasons", "usage", "complete", "keys", "notes", "framing", "fallback", "brace", "framer",
                  "head", "event_limit", "ended", "error_limit", "errors_over", "errors_over_from",
                  "recognised", "misnamed", "stray", "first_event", "turn", "event_size")
 
@@ -29,6 +29,7 @@ class StreamState:
         self.fallback: str = fallback
         self.framer: Any = None   # the framer object for a framing other than SSE
         self.head: bytes | bytearray = b""  # first bytes held while the framing is not yet known (blanks)
+        self.brace = False  # head ends in a first "{" whose line has not ended: that end tells (_wire.framing)
         self.event_limit = 1 << 62  # Limits.event_bytes, for the framers written once
         self.ended = False  # the stream's terminator ([DONE]) has come: nothing after it is this stream's
         self.errors: list[StreamError] = []

@@ -78,12 +78,30 @@ def choose(head: bytes | bytearray, final: bool = False, otherwise: str = SSE, b
 def _by_first(text: bytes | bytearray, final: bool, otherwise: str, blanks: int) -> str | None:
     """Return the framing its first byte past blanks tells (choose, past a BOM); None while only blanks came."""
     rest = text.lstrip(_WHITESPACE)
-    if len(text) - len(rest) > blanks:
+    used = len(text) - len(rest)
+    if used > blanks:
         return otherwise
     if not rest:
         return None if not final else otherwise
     first = rest[:1]
-    return NDJSON if first == b"{" else JSONARRAY if first == b"[" else otherwise
+    if first == b"{":
+        return _after_brace(rest[1:], final, otherwise, blanks - used)
+    return JSONARRAY if first == b"[" else otherwise
+
+
+def _after_brace(text: bytes | bytearray, final: bool, otherwise: str, blanks: int) -> str | None:
+    """Return the framing a first "{" opens, by what follows it on its line; None while only spaces came.
+
+    A token: JSON lines. The line's end: one pretty-printed JSON document (an error body, a
+    non-streamed response), which is no JSON lines: the format's own framing, as before a "{"
+    told anything (so it is "not a stream", saying it looks like a JSON document).
+    """
+    rest = text.lstrip(b" \t")
+    if len(text) - len(rest) > blanks:
+        return otherwise
+    if not rest:
+        return None if not final else otherwise
+    return otherwise if rest[:1] in (b"\r", b"\n") else NDJSON
 
 
 class NDJSONFramer:
@@ -522,6 +540,7 @@ def route(acc: EventSink, state: StreamState, data: bytes, own: tuple = (SSE,)) 
             kind = choose(data, otherwise=state.fallback, blanks=state.event_limit)
             if kind is None:
                 state.head = bytearray(data)
+                state.brace = b"{" in data
                 return None
             head = data
         state.framing = kind
@@ -539,7 +558,8 @@ def route(acc: EventSink, state: StreamState, data: bytes, own: tuple = (SSE,)) 
 def _hold_or_choose(state: StreamState, data: bytes) -> str | None:
     """Add data to the bytes held while the framing is unknown; return the framing once they tell, else None.
 
-    What is held is a BOM and blanks: past a BOM's three bytes only the new data can tell, so it
+    What is held is a BOM and blanks, and perhaps a first "{" with spaces after it (state.brace: its
+    line's end tells, _after_brace): past a BOM's three bytes only the new data can tell, so it
     alone is looked at (a body opening with megabytes of blank lines, fed a byte at a time, looked
     at the whole held head at every read: quadratic). Blanks longer than Limits.event_bytes are not
     held on: the framing is then the format's own, whatever comes next.
@@ -549,10 +569,18 @@ def _hold_or_choose(state: StreamState, data: bytes) -> str | None:
         head = bytearray(held)
         head += data
         state.head = head
-        return choose(head, otherwise=state.fallback, blanks=state.event_limit)
-    blanks = len(held) - 3 if held.startswith(BOM) else len(held)  # (the blanks held: all of it past a BOM)
+        kind = choose(head, otherwise=state.fallback, blanks=state.event_limit)
+        state.brace = kind is None and b"{" in head
+        return kind
+    # The blanks held: all of it but a BOM and a "{" whose line has not ended yet (state.brace).
+    blanks = len(held) - (3 if held.startswith(BOM) else 0) - state.brace
     held += data  # (a bytearray: it grows in place)
-    return _by_first(data, False, state.fallback, state.event_limit - blanks)
+    room = state.event_limit - blanks
+    if state.brace:
+        return _after_brace(data, False, state.fallback, room)
+    kind = _by_first(data, False, state.fallback, room)
+    state.brace = kind is None and b"{" in data
+    return kind
 
 
 def finish(acc: EventSink, state: StreamState, own: tuple = (SSE,)) -> bytes | None:
