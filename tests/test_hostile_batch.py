@@ -693,11 +693,8 @@ def test_range_tasks_read_a_mangled_capture_s_call_as_a_whole_read_does(workdir,
     _ranged_as_whole(workdir, impl, "range-call-bytes.sse")
 
 
-@pytest.mark.xfail(strict=True, reason="found by fuzz_batch on 2026-12-07 (fourth session), older than it (488aa55 "
-                                       "fails the same): range tasks of 64 bytes number a mangled capture's streams "
-                                       "one more than a whole read. Cause: '[DONE]\\n\\r' ends the event (an LF, then "
-                                       "a blank line ended by a lone CR) for both twins, which halt there; the "
-                                       "splitter's blank-line pattern (_SSE_END) has no LF-CR pair, so range tasks "
-                                       "cut elsewhere")
+# Found by fuzz_batch (older than the session that found it): "[DONE]\n\r" ends the event (an LF,
+# then a blank line ended by a lone CR) for both twins, which halt there; the splitter's blank-line
+# pattern had no LF-CR pair, so range tasks cut elsewhere and counted one stream more.
 def test_range_tasks_count_a_mangled_capture_s_streams_as_a_whole_read_does(workdir, impl):
     _ranged_as_whole(workdir, impl, "range-stream-count.sse")

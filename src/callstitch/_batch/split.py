@@ -51,7 +51,8 @@ _BLANK_HELD = 3
 # that one's end), or (a Gemini finish chunk with more lines in its event: no finish) goes on (_PASS).
 _CUT, _CONFIRM, _PASS = 1, 2, 3
 
-_SSE_END = re.compile(rb"\r?\n\r?\n|\r\r")  # a blank line ends an SSE event
+# A blank line ends an SSE event: a line end (CRLF, a CR with no LF after it, an LF), then an empty line's.
+_SSE_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n?|\n)")
 _LINE_END = re.compile(rb"\r?\n|\r")
 _CONTENT = re.compile(rb"[^ \t\r\n]")
 _BLANK_OR_COMMENT = re.compile(rb"(?:[ \t\r\n]+|:[^\r\n]*[\r\n])*")  # blank lines, SSE comments (keep-alives)
@@ -112,10 +113,10 @@ def _line_start(buf: bytes, pos: int, floor: int) -> int:
 def _blank_line(buf: bytes, pos: int) -> re.Match | None:
     """Return the first blank line at or after pos, as _SSE_END.search does, at bytes.find's speed over many lines.
 
-    Every match holds LF LF, LF CR LF or CR CR at its start or one byte on, so none starts
+    Every match holds LF LF, LF CR or CR CR at its start or one byte on, so none starts
     before the first of those less one byte.
     """
-    at = [i for i in (buf.find(b"\n\n", pos), buf.find(b"\n\r\n", pos), buf.find(b"\r\r", pos)) if i >= 0]
+    at = [i for i in (buf.find(b"\n\n", pos), buf.find(b"\n\r", pos), buf.find(b"\r\r", pos)) if i >= 0]
     return _SSE_END.search(buf, max(pos, min(at) - 1)) if at else None
 
 
@@ -234,7 +235,6 @@ class Splitter:
         self._needles: tuple = (needle,)
         if errors and format == "openai-chat":
             self._needles = (needle, _OPENAI_ERROR)
-        self._end = _SSE_END if framing == SSE else _LINE_END
         self._glued = glued
         self._unglue = glued and framing == SSE and format not in _OWN_END_RULES
         self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
@@ -273,7 +273,7 @@ class Splitter:
         cuts: list[int] = []
         n = len(buf)
         if self._running:
-            e = _blank_line(buf, pos)
+            e = self._event_end(buf, pos, final)
             if e is None:
                 return cuts, (n if final else max(pos, n - _BLANK_HELD))
             end = e.end()
@@ -320,7 +320,7 @@ class Splitter:
                     cuts.append(cut)
                     pos = floor = self._gemini_cut = cut
                     continue
-            e = self._end.search(buf, m.end())
+            e = self._event_end(buf, m.end(), final)
             if e is None and not final:
                 # Whatever follows the terminator with no blank line must not all be held: once it
                 # is known where the response ends (or that it does not), it is fed as it comes.
@@ -355,6 +355,17 @@ class Splitter:
                 cuts.append(end)
                 self._gemini_id = None
 
+    def _event_end(self, buf: bytes, pos: int, final: bool) -> re.Match | None:
+        """Return the first event end at or after pos: a blank line over SSE, a line end over NDJSON.
+
+        None also while a CR that ends a read not the last may be the first half of a CRLF: the
+        event then ends one byte on, where both twins halt (they wait for that byte too).
+        """
+        e = _blank_line(buf, pos) if self.framing == SSE else _LINE_END.search(buf, pos)
+        if e is not None and not final and e.end() == len(buf) and buf[-1] == 0x0D:
+            return None
+        return e
+
     # -- context and confirmation --------------------------------------------------------------
 
     def _context_ok(self, buf: bytes, hit: int, floor: int) -> bool:
@@ -388,7 +399,7 @@ class Splitter:
             nxt = _CONTENT.search(buf, end)
             if nxt is None:
                 return (True, end) if final else None
-            e2 = self._end.search(buf, nxt.start())
+            e2 = self._event_end(buf, nxt.start(), final)
             if e2 is None and not final:
                 return None
             following = buf[nxt.start():e2.end() if e2 else len(buf)]
@@ -410,7 +421,9 @@ class Splitter:
             if len(buf) - nxt.start() < 16 and not final:
                 return None
             if _DONE_LINE.match(buf, nxt.start()):
-                e2 = self._end.search(buf, nxt.start())
+                e2 = self._event_end(buf, nxt.start(), final)
+                if e2 is None and not final:
+                    return None
                 return True, (e2.end() if e2 else len(buf))
             return True, end
         if fmt == "bedrock":
@@ -420,7 +433,7 @@ class Splitter:
             if len(buf) - at < 32 and not final:
                 return None
             if _METADATA.match(buf, at):
-                e2 = self._end.search(buf, at)
+                e2 = self._event_end(buf, at, final)
                 if e2 is None:
                     if final:
                         return True, len(buf)
