@@ -97,13 +97,13 @@ def test_a_compressed_body_says_so(impl, compress, name):
 
 
 @pytest.mark.parametrize("format", ["auto", "openai-chat", "anthropic", "openai-responses", "cohere"])
-def test_a_pretty_printed_json_document_is_one_not_a_stream(both, format):
-    # Found by review: once every "{" meant JSON lines, OpenAI's indented error bodies (and
-    # non-streamed responses) were read line by line: a malformed chunk per line, then "not a
-    # stream". A "{" alone on the first line is a JSON document, whatever the reads.
+def test_a_pretty_printed_error_body_gives_its_message(both, format):
+    # Found by review: once every "{" meant JSON lines, OpenAI's indented error bodies were read
+    # line by line: a malformed chunk per line, then "not a stream". A "{" alone on the first line
+    # is a JSON document, whatever the reads: read whole, as the same document on one line is.
     document = orjson.dumps({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}},
                             option=orjson.OPT_INDENT_2)
-    for body in (document, b"\xef\xbb\xbf\n\n{  \r\n" + document[2:], b"{"):
+    for body, at in ((document, 0), (b"\xef\xbb\xbf\n\n{  \r\n" + document[2:], 5)):
         seen = set()
         for impl in both:
             for size in (len(body), 1, 2, 5):
@@ -112,9 +112,16 @@ def test_a_pretty_printed_json_document_is_one_not_a_stream(both, format):
                     acc.feed(body[i:i + size])
                 result = acc.finalize()
                 seen.add(str([(e.kind, e.detail, e.offset) for e in result.errors]))
-                assert [e.kind for e in result.errors] == ["not a stream"], (impl.name, size, result.errors)
-                assert "the body looks like a JSON document" in result.errors[0].detail
+                assert [(e.kind, e.detail, e.offset) for e in result.errors] == [
+                    ("in-band error", "invalid_request_error: Incorrect API key provided", at)], (impl.name, size)
         assert len(seen) == 1
+
+
+def test_a_brace_alone_is_no_stream(both):
+    for impl in both:
+        result = impl.reassemble(b"{")
+        assert [e.kind for e in result.errors] == ["not a stream"]
+        assert "the body looks like a JSON document" in result.errors[0].detail
 
 
 def test_a_framing_callstitch_does_not_know_is_no_stream(impl):

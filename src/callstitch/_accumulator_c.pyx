@@ -141,7 +141,7 @@ cdef inline object _framing_at_once(const unsigned char *p, Py_ssize_t n, object
             return fallback
         if i == n:
             return None
-        return fallback if p[i] == b'\r' or p[i] == b'\n' else _NDJSON
+        return _JSONDOCS if p[i] == b'\r' or p[i] == b'\n' else _NDJSON
     if first == b'[':
         return _JSONARRAY
     if first == 0:
@@ -181,8 +181,10 @@ cdef object _SSE = _framing.SSE
 cdef object _NDJSON = _framing.NDJSON
 cdef object _EVENTSTREAM = _framing.EVENTSTREAM
 cdef object _JSONARRAY = _framing.JSONARRAY
+cdef object _JSONDOCS = _framing.JSONDOCS
+cdef tuple _JSON_VALUES = _framing.JSON_VALUES
 cdef tuple _OWN_FRAMINGS = (_framing.SSE, _framing.NDJSON, _framing.EVENTSTREAM,
-                            _framing.JSONARRAY)  # framed here, in place
+                            _framing.JSONARRAY, _framing.JSONDOCS)  # framed here, in place
 cdef object _read_headers = _framing.read_headers
 cdef object _handle_object = _dispatch.handle_object
 cdef const unsigned char *_BOM = b"\xef\xbb\xbf"
@@ -238,7 +240,7 @@ Reassemble the tool calls of one streamed response.
     cdef bint _in_place  # the framing is known and this twin frames it itself (SSE, NDJSON, event stream)
     cdef bint _nd  # … and it is NDJSON: one JSON document per line
     cdef bint _es  # … or the AWS event stream: the state of its framing follows
-    cdef bint _ja  # … or one JSON array (Gemini without alt=sse): the state of its framing follows
+    cdef bint _ja  # … or JSON values (an array: Gemini without alt=sse; pretty-printed documents): its state follows
     cdef bint _ja_open  # inside the array: "[" seen, "]" not yet
     cdef bint _ja_in  # inside an element (its bytes so far in _tail, unless they are read in place)
     cdef bint _ja_str, _ja_esc, _ja_scalar, _ja_drop
@@ -343,7 +345,7 @@ Reassemble the tool calls of one streamed response.
             self._in_place = True
             self._nd = framing == _NDJSON
             self._es = framing == _EVENTSTREAM
-            self._ja = framing == _JSONARRAY
+            self._ja = framing in _JSON_VALUES
             if held > 0:
                 self._feed(<const unsigned char *><char *>data, len(<bytes>data))
                 if self._halted_at >= 0:  # halted() counts this read's bytes only, as the pure twin's does
@@ -613,7 +615,7 @@ Reassemble the tool calls of one streamed response.
             if done and here and not self._ja_drop:
                 self._ja_size = i - seg
                 if self._ja_size > self._max_event:
-                    line_dropped(self._state, self._max_event, self._ja_start, "array element")
+                    _framing.element_dropped(self._state, self._max_event, self._ja_start)
                     self.cut_open()
                     self._ja_drop = True
                 self._array_element(p + seg, i - seg)
@@ -660,7 +662,7 @@ Reassemble the tool calls of one streamed response.
         if self._ja_drop:
             return 0
         if self._ja_size > self._max_event:
-            line_dropped(self._state, self._max_event, self._ja_start, "array element")
+            _framing.element_dropped(self._state, self._max_event, self._ja_start)
             self.cut_open()
             self._ja_drop = True
             del self._tail[:]
@@ -1048,7 +1050,7 @@ Reassemble the tool calls of one streamed response.
             self._in_place = True
             self._nd = self._state.framing == _NDJSON
             self._es = self._state.framing == _EVENTSTREAM
-            self._ja = self._state.framing == _JSONARRAY
+            self._ja = self._state.framing in _JSON_VALUES
             self._feed_data(data)
         if self._es:
             # What _framing.EventStreamFramer.end does.

@@ -54,7 +54,7 @@ class Limits:
     choices: int | None = 128
     """Choices in one stream; further choices are dropped whole: text, calls, finish reason and turn fields."""
     event_bytes: int | None = 64 * MiB
-    """Bytes of one SSE line or event, NDJSON line, event-stream message or JSON-array element; a longer
+    """Bytes of one SSE line or event, NDJSON line, event-stream message, JSON-array element or JSON document; a longer
     one is dropped as it arrives, never held, and every call still open and every text is cut there
     (the event may have held a piece of them)."""
     errors: int | None = 1000

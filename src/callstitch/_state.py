@@ -21,9 +21,10 @@ class StreamState:
 
     def __init__(self, format: str) -> None:
         self.format = format
-        # How the body is framed: "sse", "ndjson", "eventstream", "json-array", or None until its first
-        # bytes tell (_wire.framing.choose: Gemini streams SSE with alt=sse, one JSON array without;
-        # any format's events may come as JSON lines); fallback, when they do not: the format's own.
+        # How the body is framed: "sse", "ndjson", "eventstream", "json-array", "json-documents", or None
+        # until its first bytes tell (_wire.framing.choose: Gemini streams SSE with alt=sse, one JSON
+        # array without; any format's events may come as JSON lines, an error body or a non-streamed
+        # response as a pretty-printed document); fallback, when they do not: the format's own.
         fallback, state_class = _STARTS[format]  # in one lookup
         self.framing: str | None = None
         self.fallback: str = fallback

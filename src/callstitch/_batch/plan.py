@@ -7,6 +7,7 @@ import stat
 from typing import Any, Callable, Iterator
 
 from .._limits import Limits
+from .._wire.framing import JSONDOCS
 from . import settings
 from .containers import container, detect_reading
 from .sources import STDIN, Problem, expand, inner_name, sniff_compression
@@ -111,7 +112,7 @@ class Plan:
             return
         split = None
         if kind == "body":
-            if fmt not in SPLITTABLE:
+            if fmt not in SPLITTABLE or framing == JSONDOCS:  # (documents are cut by depth from the start)
                 yield whole
                 return
             glued = by_cuts(fmt, framing, head)

@@ -34,7 +34,7 @@ import zlib
 import orjson
 
 from .._formats.registry import TERMINATORS
-from .._wire.framing import EVENTSTREAM, JSONARRAY, SSE, parse_headers
+from .._wire.framing import _IN_STRING, _STRUCTURE, EVENTSTREAM, JSONARRAY, JSONDOCS, SSE, parse_headers
 
 __all__ = ["Splitter", "HOLD", "by_cuts"]
 
@@ -245,6 +245,10 @@ class Splitter:
         # break): a JSON array's cut falls just after a "]", inside a line, and a "]" there closes
         # no array (_scan_array). A range task that starts at such a cut says so (streams.read_body).
         self.at_line_start = True
+        # JSON documents back to back (JSONDOCS): where the scan stands in them, from the source's start.
+        self._depth = 0
+        self._in_string = False
+        self._escape = False  # the last byte scanned was a backslash inside a string
 
     def error_cuts(self, segment: bytes) -> list[int]:
         """Return the cuts inside one stream's bytes that an in-band error event makes (OpenAI style).
@@ -268,6 +272,8 @@ class Splitter:
             return self._scan_eventstream(buf, pos, final)
         if self.framing == JSONARRAY:
             return self._scan_array(buf, pos, final)
+        if self.framing == JSONDOCS:
+            return self._scan_documents(buf, pos, final)
         if self._needle is None:
             return [], len(buf)
         cuts: list[int] = []
@@ -486,6 +492,44 @@ class Splitter:
         if safe > pos:
             self.at_line_start = buf[safe - 1] in b"\r\n"
         return cuts, safe
+
+    def _scan_documents(self, buf: bytes, pos: int, final: bool) -> tuple[list[int], int]:
+        """Cut just after each top-level JSON value's last byte: each pretty-printed document is one response.
+
+        The depth is carried from scan to scan, from the source's start (a source of documents is
+        one task, never cut into ranges: plan), so the "}" that ends a document is told from every
+        other, however the documents are laid out. Every byte is scanned once: safe is the end.
+        """
+        cuts: list[int] = []
+        n = len(buf)
+        depth, in_string = self._depth, self._in_string
+        if self._escape and pos < n:
+            self._escape = False
+            pos += 1
+        while True:
+            m = (_IN_STRING if in_string else _STRUCTURE).search(buf, pos)
+            if m is None:
+                break
+            pos = m.end()
+            byte = buf[pos - 1]
+            if in_string:
+                if byte == 0x5C:  # a backslash: the next byte is escaped, even in the next read
+                    if pos == n:
+                        self._escape = True
+                        break
+                    pos += 1
+                else:
+                    in_string = False
+            elif byte == 0x22:
+                in_string = True
+            elif byte in (0x7B, 0x5B):
+                depth += 1
+            elif depth:  # (a stray close at the top level ends nothing: the twins report it)
+                depth -= 1
+                if not depth and (pos < n or not final):
+                    cuts.append(pos)
+        self._depth, self._in_string = depth, in_string
+        return cuts, n
 
     # -- the binary AWS event stream ---------------------------------------------------------
 

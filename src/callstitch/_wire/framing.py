@@ -1,8 +1,8 @@
-"""Framings other than SSE: NDJSON, the AWS event stream, a JSON array, and telling which one a body uses.
+"""Framings other than SSE: NDJSON, the AWS event stream, JSON arrays and documents, and telling which one a body uses.
 
 SSE, by far the most common, is framed by the accumulator twins themselves (it is on the hot
-path); the compiled twin frames NDJSON, the event stream and the JSON array (Gemini's
-``streamGenerateContent`` without ``alt=sse``) in place as well. The framers here serve the
+path); the compiled twin frames NDJSON, the event stream and JSON values (a JSON array, Gemini's
+``streamGenerateContent`` without ``alt=sse``, or pretty-printed documents) in place as well. The framers here serve the
 pure-Python twin and hand each event back to its ``event``; they are what the compiled twin's
 framing must match byte for byte, and the event stream's messages and errors are written once,
 in the helpers below EventStreamFramer, for both.
@@ -22,6 +22,10 @@ if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
     from .._formats.sink import EventSink
 
 SSE, NDJSON, EVENTSTREAM, JSONARRAY = "sse", "ndjson", "eventstream", "json-array"
+# One or more JSON documents that span lines, back to back (a pretty-printed error body or
+# non-streamed response): each one event, framed as a JSON array's elements are (JSONArrayFramer).
+JSONDOCS = "json-documents"
+JSON_VALUES = (JSONARRAY, JSONDOCS)  # the framings of JSONArrayFramer
 
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, which a body or a log may start with
 _PRELUDE = 12          # total length, headers length, prelude CRC
@@ -92,16 +96,15 @@ def _by_first(text: bytes | bytearray, final: bool, otherwise: str, blanks: int)
 def _after_brace(text: bytes | bytearray, final: bool, otherwise: str, blanks: int) -> str | None:
     """Return the framing a first "{" opens, by what follows it on its line; None while only spaces came.
 
-    A token: JSON lines. The line's end: one pretty-printed JSON document (an error body, a
-    non-streamed response), which is no JSON lines: the format's own framing, as before a "{"
-    told anything (so it is "not a stream", saying it looks like a JSON document).
+    A token: JSON lines. The line's end: a pretty-printed JSON document (an error body, a
+    non-streamed response), which is no JSON lines: read whole, as one event (JSONDOCS).
     """
     rest = text.lstrip(b" \t")
     if len(text) - len(rest) > blanks:
         return otherwise
     if not rest:
         return None if not final else otherwise
-    return otherwise if rest[:1] in (b"\r", b"\n") else NDJSON
+    return JSONDOCS if rest[:1] in (b"\r", b"\n") else NDJSON
 
 
 class NDJSONFramer:
@@ -192,6 +195,11 @@ _IN_STRING = re.compile(rb'["\\]')
 _SCALAR_END = re.compile(rb'[ \t\r\n,\[\]{}"]')
 
 
+def element_dropped(state: StreamState, limit: int, offset: int) -> None:
+    """Record that a JSON value over Limits.event_bytes was dropped: an array's element, or a whole document."""
+    line_dropped(state, limit, offset, "JSON document" if state.framing == JSONDOCS else "JSON array element")
+
+
 class JSONArrayFramer:
     """One JSON array whose elements arrive one by one (Gemini's streamGenerateContent without alt=sse).
 
@@ -200,6 +208,8 @@ class JSONArrayFramer:
     commas between elements are separators, whatever their layout. The closing ``]`` is the
     stream's terminator; an element the stream leaves unfinished is handed over as it is (and
     reported as malformed). An element over Limits.event_bytes is dropped as it arrives, never held.
+    Values outside any array are elements too: JSON documents back to back (JSONDOCS) are framed
+    here, each one event.
     """
 
     def __init__(self, acc: EventSink, state: StreamState) -> None:
@@ -315,7 +325,7 @@ class JSONArrayFramer:
             return
         limit = self._state.event_limit
         if self._size > limit:
-            line_dropped(self._state, limit, self._start, "array element")
+            element_dropped(self._state, limit, self._start)
             self._acc.cut_open()
             self._dropping = True
             self._element = bytearray()
@@ -519,7 +529,7 @@ def parse_headers(data: bytes) -> dict[str, Any]:
 
 def make_framer(kind: str, acc: EventSink, state: StreamState) -> Any:
     """Return the framer object for a framing other than SSE."""
-    if kind == JSONARRAY:
+    if kind in JSON_VALUES:
         return JSONArrayFramer(acc, state)
     return NDJSONFramer(acc, state) if kind == NDJSON else EventStreamFramer(acc, state)
 

@@ -1,0 +1,136 @@
+"""A pretty-printed JSON document (an error body, a non-streamed response) is read as the same document on one line.
+
+OpenAI indents its error bodies and its non-streamed responses; Google indents its responses. A
+"{" alone on the first line opens such a document (framing "json-documents"): each document is
+read whole, as one event, by both twins, however the reads cut it; in a batch source each one is
+a response of its own, told by depth from the source's start, never by where a "}" stands.
+"""
+
+import json
+import random
+
+import orjson
+import pytest
+
+import callstitch
+from callstitch._batch import settings
+from conftest import agree
+
+DOCUMENTS = {
+    "openai-chat": {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "a } b\n}\\\"",
+                                 "tool_calls": [{"id": "call_1", "type": "function", "function": {
+                                     "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                                 "finish_reason": "tool_calls"}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}},
+    "error": {"error": {"message": "Incorrect API key provided: sk-***}", "type": "invalid_request_error",
+                        "param": None, "code": "invalid_api_key"}},
+    "anthropic": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+                  "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}],
+                  "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 2}},
+    "gemini": {"candidates": [{"content": {"parts": [{"functionCall": {"name": "get_weather",
+                                                                       "args": {"city": "Paris"}}}],
+                                           "role": "model"}, "finishReason": "STOP", "index": 0}],
+               "usageMetadata": {"promptTokenCount": 1}, "responseId": "r1"},
+    "openai-responses": {"id": "resp_1", "object": "response", "status": "completed",
+                         "output": [{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather",
+                                     "arguments": "{\"city\": \"Paris\"}", "status": "completed"}]},
+    "ollama": {"model": "llama3", "message": {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}, "done": True},
+    "no format": {"foo": [1, {"bar": "}"}]},
+}
+
+
+# Google writes two spaces, OpenAI two or four; a tab and CRLF line ends for the rest.
+INDENTS = {"2": lambda d: json.dumps(d, indent=2).encode(),
+           "4-crlf": lambda d: json.dumps(d, indent=4).replace("\n", "\r\n").encode(),
+           "tab": lambda d: json.dumps(d, indent="\t").encode(),
+           "0": lambda d: json.dumps(d, indent=0).encode()}  # every nested "}" at a line start too
+
+
+def seen(result) -> tuple:
+    """Return what a result says, but for where its errors are (a document's layout moves them)."""
+    return ([(c.id, c.name, c.arguments, c.error) for c in result.tool_calls], result.format,
+            [(e.kind, e.detail) for e in result.errors], result.finish_reason)
+
+
+@pytest.mark.parametrize("indent", list(INDENTS))
+@pytest.mark.parametrize("name", list(DOCUMENTS))
+def test_a_pretty_printed_document_reads_as_it_does_on_one_line(both, name, indent):
+    document = DOCUMENTS[name]
+    pretty = INDENTS[indent](document)
+    assert pretty.startswith(b"{\n") or pretty.startswith(b"{\r\n")
+    one_line = orjson.dumps(document)
+    result = agree(both, pretty, "auto")  # both twins, whole and cut at random: the same, offsets too
+    assert seen(result) == seen(callstitch.reassemble(one_line))
+    if name in ("openai-chat", "gemini", "ollama"):
+        assert [(c.name, c.arguments) for c in result.tool_calls] == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize("name", ["openai-chat", "gemini", "ollama", "error"])
+def test_a_document_of_a_named_format_reads_as_auto_does(both, name):
+    pretty = INDENTS["2"](DOCUMENTS[name])
+    fmt = "openai-chat" if name == "error" else name
+    assert seen(agree(both, pretty, fmt)) == seen(callstitch.reassemble(orjson.dumps(DOCUMENTS[name]), format=fmt))
+
+
+def test_a_document_over_the_event_limit_is_cut_and_reported(both):
+    document = dict(DOCUMENTS["openai-chat"], padding="x" * 5000)
+    pretty = INDENTS["2"](document)
+    limits = callstitch.Limits(event_bytes=4096)
+    result = agree(both, pretty, "auto", limits=limits)
+    assert result.tool_calls == []
+    assert [(e.kind, e.detail, e.offset) for e in result.errors] == [
+        ("limit", "Limits.event_bytes (4096) exceeded by a JSON document; the JSON document is dropped", 0)]
+
+
+def test_a_document_the_stream_leaves_unfinished_is_malformed(both):
+    pretty = INDENTS["2"](DOCUMENTS["openai-chat"])
+    for end in (len(pretty) - 1, len(pretty) // 2, 3):
+        result = agree(both, pretty[:end], "auto")
+        assert result.tool_calls == [] and result.errors, end
+
+
+def test_mangled_documents_never_stop_the_twins(both):
+    pretty = INDENTS["2"](DOCUMENTS["openai-chat"])
+    rng = random.Random(7)
+    for _ in range(60):
+        body = bytearray(pretty)
+        for _ in range(rng.randint(1, 6)):
+            body[rng.randrange(2, len(body))] = rng.choice(b'{}[]",\\\n :x\x00')
+        agree(both, bytes(body), "auto", seeds=range(2))
+
+
+def _documents_file(tmp_path, layouts: list[str]) -> tuple[str, list]:
+    """Write the documents back to back, each in its layout; return the path and what each reads as alone.
+
+    A batch source is of one format, the first response's: the documents are OpenAI chat's.
+    """
+    names = ["openai-chat", "error", "openai-chat", "no format", "openai-chat"]
+    bodies = [INDENTS[layout](DOCUMENTS[name]) for name, layout in zip(names, layouts)]
+    path = tmp_path / "documents.json"
+    path.write_bytes(b"\n".join(bodies) + b"\n")
+    return str(path), [callstitch.reassemble(body, format="openai-chat") for body in bodies]
+
+
+@pytest.mark.parametrize("layouts", [["2"] * 5, ["0", "tab", "4-crlf", "2", "0"]], ids=["indent-2", "mixed"])
+def test_a_batch_source_of_documents_reads_each_as_a_response(every_twin, tmp_path, monkeypatch, layouts):
+    monkeypatch.setattr(settings, "RANGE", 64)  # (a source of documents is one task whatever its size)
+    path, alone = _documents_file(tmp_path, layouts)
+    problems = []
+    records = list(callstitch.reassemble_many([path], on_problem=lambda *a: problems.append(a)))
+    assert [(r["stream"], r["id"], r["name"], r["arguments"]) for r in records] == [
+        (i, c.id, c.name, c.arguments) for i, result in enumerate(alone) for c in result.tool_calls]
+    assert len(records) == 3
+    assert [(p[2], p[4]) for p in problems] == [
+        (i, e.kind) for i, result in enumerate(alone) for e in result.errors]
+
+
+def test_the_command_line_reads_a_source_of_documents(every_twin, tmp_path):
+    import subprocess
+    import sys
+    path, alone = _documents_file(tmp_path, ["2"] * 5)
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", path], capture_output=True, text=True)
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(r["stream"], r["id"]) for r in records] == [(0, "call_1"), (2, "call_1"), (4, "call_1")]
+    assert out.returncode == 1 and "in-band error" in out.stderr and "stream 1" in out.stderr
