@@ -14,6 +14,8 @@ bedrock            ``messageStop``, and the ``metadata`` event that follows it
 ollama             a line whose top-level ``"done"`` is true
 gemini             the chunk with a ``finishReason`` (unless the next chunk carries the
                    same ``responseId``), and wherever a new ``responseId`` begins
+openai-chat as     wherever a chunk with a new ``id`` begins (no ``[DONE]`` is written in
+JSON lines         JSON lines): a line that opens with its ``"id"``, as the SDKs write chunks
 a JSON array       its closing ``]`` (Gemini without ``alt=sse``, whatever the format):
                    a ``]`` at the start of a line, as Google writes it, or one followed
                    by a line break and the next body's ``[``
@@ -30,11 +32,12 @@ from __future__ import annotations
 import re
 import struct
 import zlib
+from typing import Iterator
 
 import orjson
 
 from .._formats.registry import TERMINATORS
-from .._wire.framing import _IN_STRING, _STRUCTURE, EVENTSTREAM, JSONARRAY, JSONDOCS, SSE, parse_headers
+from .._wire.framing import _IN_STRING, _STRUCTURE, EVENTSTREAM, JSONARRAY, JSONDOCS, NDJSON, SSE, parse_headers
 
 __all__ = ["Splitter", "HOLD", "by_cuts"]
 
@@ -75,6 +78,11 @@ _INTO_NEXT = re.compile(rb"[ \t]*(?:\r\n|\r|\n)(?:event|data):")
 # every other SSE format's terminating event is its last, and a glued one is cut (_unglued_end).
 _OWN_END_RULES = frozenset(("bedrock", "gemini"))
 _RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
+# An OpenAI chat chunk's own id, in JSON lines: the first key of a line's object, as the SDKs and
+# json.dumps of a chunk write it (a call's "id" is never a line's first key). A line that puts
+# another key first tells nothing: its response is then not cut from the next.
+_CHUNK_ID = re.compile(rb'\n\{\s*"id"\s*:\s*"([^"\\]*)"')
+_CHUNK_ID_AT = re.compile(rb'\{\s*"id"\s*:\s*"([^"\\]*)"')  # the same, at a buffer's first line
 # A JSON string holds no raw line break, so a "]" just after one, or one followed by a line break
 # and a "[", is never inside a string: it closes an array, and at the start of a line (pretty-
 # printed, every inner line is indented) or before another array, the outermost one.
@@ -237,8 +245,11 @@ class Splitter:
             self._needles = (needle, _OPENAI_ERROR)
         self._glued = glued
         self._unglue = glued and framing == SSE and format not in _OWN_END_RULES
-        self._gemini_id: bytes | None = None  # the responseId of the Gemini stream in progress
-        self._gemini_cut = -1
+        # Responses told apart by an id their every chunk carries: Gemini's responseId, an OpenAI
+        # chat chunk's id in JSON lines (_new_id); the id of the one in progress.
+        self._by_id = format == "gemini" or (format == "openai-chat" and framing == NDJSON)
+        self._id: bytes | None = None
+        self._id_cut = -1
         # 0, or _CUT, _CONFIRM, _PASS (above): what comes until that blank line is fed, not held.
         self._running = 0
         # Whether the next buffer scanned starts a line (the input's start, or just after a line
@@ -296,7 +307,8 @@ class Splitter:
             self._running = 0
             pos = end
         gemini = self.format == "gemini"
-        self._gemini_cut = -1  # where this scan last cut for a new responseId (a position in this buf)
+        by_id = self._by_id
+        self._id_cut = -1  # where this scan last cut for a new id (a position in this buf)
         needles = self._needles
         found: list = [False] * len(needles)  # the next hit of each needle (None: no more)
         # Where the lines looked back on start: pos after a cut, never after a hit turned down (that
@@ -308,11 +320,11 @@ class Splitter:
                 # Keep the last line back (a terminator may be cut by the read): the next
                 # scan then starts at a line start, where the context checks hold.
                 safe = n if final else _line_start(buf, max(pos, n - HOLD), floor)
-                if gemini:
-                    cut = self._gemini_new_id(buf, pos, safe)
+                if by_id:
+                    cut = self._new_id(buf, pos, safe)
                     if cut is not None:
                         cuts.append(cut)
-                        pos = floor = self._gemini_cut = cut
+                        pos = floor = self._id_cut = cut
                         continue
                 return cuts, safe
             hit = m.start()
@@ -320,11 +332,11 @@ class Splitter:
                 pos = m.end()
                 continue
             line_start = _line_start(buf, hit, floor)
-            if gemini:  # (before the hit's end is looked for: a new response may start before the hit)
-                cut = self._gemini_new_id(buf, pos, line_start)
+            if by_id:  # (before the hit's end is looked for: a new response may start before the hit)
+                cut = self._new_id(buf, pos, line_start)
                 if cut is not None:
                     cuts.append(cut)
-                    pos = floor = self._gemini_cut = cut
+                    pos = floor = self._id_cut = cut
                     continue
             e = self._event_end(buf, m.end(), final)
             if e is None and not final:
@@ -359,7 +371,7 @@ class Splitter:
             pos = floor = end
             if ok and (end < n or not final):
                 cuts.append(end)
-                self._gemini_id = None
+                self._id = None
 
     def _event_end(self, buf: bytes, pos: int, final: bool) -> re.Match | None:
         """Return the first event end at or after pos: a blank line over SSE, a line end over NDJSON.
@@ -449,28 +461,46 @@ class Splitter:
             return True, end
         return True, end
 
-    def _gemini_new_id(self, buf: bytes, pos: int, upto: int) -> int | None:
-        """Return where a chunk with a new responseId starts in buf[pos:upto], if one does."""
-        if upto <= pos:
+    def _new_id(self, buf: bytes, pos: int, upto: int) -> int | None:
+        """Return where a chunk with a new id (Gemini's responseId, a chat chunk's) starts in buf[pos:upto], if one does."""
+        if upto <= pos or (self._id is not None and self._all_current(buf, pos, upto)):
             return None
-        current = self._gemini_id
-        if current is None:
-            m = _RESPONSE_ID.search(buf, pos, upto)
-            if m is None:
-                return None
-            current = self._gemini_id = m.group(0)
-        # Common case, all C: every responseId key in the range is the current one.
-        if buf.count(b'"responseId"', pos, upto) == buf.count(current, pos, upto):
-            return None
-        for m in _RESPONSE_ID.finditer(buf, pos, upto):
-            if m.group(0) != current:
-                start = _event_start(buf, m.start(), pos, self.framing)
-                if start == pos == self._gemini_cut:  # the cut just made is this id's: it is the current one now
-                    current = self._gemini_id = m.group(0)
+        for at, value in self._ids(buf, pos, upto):
+            if self._id is None:
+                self._id = value
+            elif value != self._id:
+                start = _event_start(buf, at, pos, self.framing)
+                if start == pos == self._id_cut:  # the cut just made is this id's: it is the current one now
+                    self._id = value
                     continue
                 # (at pos itself when the scan resumed there: the bytes before went to the response before)
                 return start
         return None
+
+    def _ids(self, buf: bytes, pos: int, upto: int) -> Iterator[tuple[int, bytes]]:
+        """Yield (where, id) for each id in buf[pos:upto]; pos is a line start (or a cut, which is one).
+
+        A Gemini id is its key and value as written, which _all_current counts.
+        """
+        if self.format == "gemini":
+            for m in _RESPONSE_ID.finditer(buf, pos, upto):
+                yield m.start(), m.group(0)
+            return
+        first = _CHUNK_ID_AT.match(buf, pos, upto)
+        if first is not None:
+            yield pos, first.group(1)
+        for m in _CHUNK_ID.finditer(buf, pos, upto):
+            yield m.start() + 1, m.group(1)  # (the line starts after the LF)
+
+    def _all_current(self, buf: bytes, pos: int, upto: int) -> bool:
+        """Tell, with counts made in C, that every id in buf[pos:upto] is the current one (False: look one by one)."""
+        current = self._id
+        assert current is not None
+        if self.format == "gemini":
+            return buf.count(b'"responseId"', pos, upto) == buf.count(current, pos, upto)
+        line = b'\n{"id":"%s"' % current  # every line that opens an object opens with it, written compact
+        return (buf.count(b"\n{", pos, upto) == buf.count(line, pos, upto)
+                and (buf[pos:pos + 1] != b"{" or buf.startswith(line[1:], pos)))
 
     # -- one JSON array per response ---------------------------------------------------------
 
