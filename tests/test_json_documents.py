@@ -134,3 +134,76 @@ def test_the_command_line_reads_a_source_of_documents(every_twin, tmp_path):
     records = [json.loads(line) for line in out.stdout.splitlines()]
     assert [(r["stream"], r["id"]) for r in records] == [(0, "call_1"), (2, "call_1"), (4, "call_1")]
     assert out.returncode == 1 and "in-band error" in out.stderr and "stream 1" in out.stderr
+
+
+# -- found by review: what may follow documents in a batch source ------------------------------
+
+ERROR_BODY = INDENTS["2"](DOCUMENTS["error"])
+
+
+def _chat_sse(call_id: str) -> bytes:
+    def event(delta):
+        chunk = {"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+        return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    return (event({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                                   "function": {"name": "g", "arguments": ""}}]})
+            + event({"tool_calls": [{"index": 0, "function": {"arguments": '{"a":'}}]})
+            + event({"tool_calls": [{"index": 0, "function": {"arguments": " 1}"}}]}) + b"data: [DONE]\n\n")
+
+
+def _ollama_lines(name: str) -> bytes:
+    """Return an Ollama response of three lines: two calls (cut per line, each would be a stream's call 0), done."""
+    lines = [{"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": call, "arguments": {"a": 1}}}]}, "done": False} for call in (name, "h")]
+    lines.append({"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"})
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def _batch(path, block=None) -> tuple[list, list]:
+    problems = []
+    records = [(r["stream"], r["id"], r["name"], r["arguments"], r["error"])
+               for r in callstitch.reassemble_many([str(path)], on_problem=lambda *a: problems.append(a))]
+    return records, [(p[2], p[4]) for p in problems]
+
+
+def _alone(bodies: list[bytes], fmt: str) -> tuple[list, list]:
+    results = [callstitch.reassemble(body, format=fmt) for body in bodies]
+    return ([(i, c.id, c.name, c.arguments, c.error and c.error.kind) for i, r in enumerate(results)
+             for c in r.tool_calls],
+            [(i, e.kind) for i, r in enumerate(results) for e in r.errors])
+
+
+@pytest.mark.parametrize("then", ["sse", "sse-twice", "ollama"])
+def test_a_stream_after_an_error_document_is_read_by_its_own_framing(every_twin, tmp_path, monkeypatch, then):
+    # A capture of a 429 error body, then the retry's stream: the stream was cut at every "}" of it.
+    streams = {"sse": [_chat_sse("call_9")], "sse-twice": [_chat_sse("call_8"), _chat_sse("call_9")],
+               "ollama": [_ollama_lines("g")]}[then]
+    fmt = "ollama" if then == "ollama" else "openai-chat"
+    path = tmp_path / "capture.txt"
+    path.write_bytes(ERROR_BODY + b"\n" + b"".join(streams))
+    records, problems = _batch(path)
+    want_records, want_problems = _alone([ERROR_BODY, *streams], fmt)
+    assert [r[:4] for r in records] == [r[:4] for r in want_records]
+    assert [(r[0], r[3]) for r in records if r[2] == "g"] == [(i + 1, {"a": 1}) for i in range(len(streams))]
+    assert problems == want_problems
+    for block in (1, 5, 64):  # however the batch reads it
+        monkeypatch.setattr(settings, "BLOCK", block)
+        assert _batch(path) == (records, problems), block
+
+
+@pytest.mark.parametrize("between", [b"}\n", b"junk\n", b"]\n,\n", b"  42 \n"])
+def test_what_comes_between_documents_stays_with_the_one_before(every_twin, tmp_path, between):
+    first = INDENTS["2"](DOCUMENTS["openai-chat"])
+    second = first.replace(b"call_1", b"call_2")
+    path = tmp_path / "documents.json"
+    path.write_bytes(first + b"\n" + between + second)
+    records, problems = _batch(path)
+    assert [r[:2] for r in records] == [(0, "call_1"), (1, "call_2")]
+    assert problems == _alone([first + b"\n" + between, second], "openai-chat")[1]
+
+
+def test_an_array_element_over_the_event_limit_in_a_document_source_is_named_so(both):
+    body = b"{\n}\n[\n" + orjson.dumps({"padding": "x" * 200}) + b"\n]\n"
+    result = agree(both, body, "auto", limits=callstitch.Limits(event_bytes=100))
+    assert [e.detail for e in result.errors if e.kind == "limit"] == [
+        "Limits.event_bytes (100) exceeded by a JSON array element; the JSON array element is dropped"]

@@ -615,7 +615,7 @@ Reassemble the tool calls of one streamed response.
             if done and here and not self._ja_drop:
                 self._ja_size = i - seg
                 if self._ja_size > self._max_event:
-                    _framing.element_dropped(self._state, self._max_event, self._ja_start)
+                    _framing.element_dropped(self._state, self._max_event, self._ja_start, self._ja_open)
                     self.cut_open()
                     self._ja_drop = True
                 self._array_element(p + seg, i - seg)
@@ -662,7 +662,7 @@ Reassemble the tool calls of one streamed response.
         if self._ja_drop:
             return 0
         if self._ja_size > self._max_event:
-            _framing.element_dropped(self._state, self._max_event, self._ja_start)
+            _framing.element_dropped(self._state, self._max_event, self._ja_start, self._ja_open)
             self.cut_open()
             self._ja_drop = True
             del self._tail[:]

@@ -36,8 +36,8 @@ from typing import Iterator
 
 import orjson
 
-from .._formats.registry import TERMINATORS
-from .._wire.framing import _IN_STRING, _STRUCTURE, EVENTSTREAM, JSONARRAY, JSONDOCS, NDJSON, SSE, parse_headers
+from .._formats.registry import DEFAULT_FRAMING, TERMINATORS
+from .._wire.framing import _IN_STRING, _STRUCTURE, EVENTSTREAM, JSONARRAY, JSONDOCS, NDJSON, SSE, choose, parse_headers
 
 __all__ = ["Splitter", "HOLD", "by_cuts"]
 
@@ -58,6 +58,7 @@ _CUT, _CONFIRM, _PASS = 1, 2, 3
 _SSE_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n?|\n)")
 _LINE_END = re.compile(rb"\r?\n|\r")
 _CONTENT = re.compile(rb"[^ \t\r\n]")
+_SSE_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")  # how an SSE line may start
 _BLANK_OR_COMMENT = re.compile(rb"(?:[ \t\r\n]+|:[^\r\n]*[\r\n])*")  # blank lines, SSE comments (keep-alives)
 _TYPE_CONTEXT = re.compile(rb'(?:"type"\s*:\s*"|[\r\n]event:[ ]?)$')
 _DONE_CONTEXT = re.compile(rb"[\r\n]data:[ \t]*$")
@@ -237,17 +238,13 @@ class Splitter:
         """errors: cut at OpenAI chat's in-band error events too; glued: the capture may glue responses
         (by_cuts: else OpenAI chat's responses end where the Accumulator halts, which this then tells)."""
         self.format = format
-        self.framing = framing
         needle = _NEEDLES.get(format)
         self._needle = needle
         self._needles: tuple = (needle,)
         if errors and format == "openai-chat":
             self._needles = (needle, _OPENAI_ERROR)
         self._glued = glued
-        self._unglue = glued and framing == SSE and format not in _OWN_END_RULES
-        # Responses told apart by an id their every chunk carries: Gemini's responseId, an OpenAI
-        # chat chunk's id in JSON lines (_new_id); the id of the one in progress.
-        self._by_id = format == "gemini" or (format == "openai-chat" and framing == NDJSON)
+        self._set_framing(framing)
         self._id: bytes | None = None
         self._id_cut = -1
         # 0, or _CUT, _CONFIRM, _PASS (above): what comes until that blank line is fed, not held.
@@ -260,6 +257,15 @@ class Splitter:
         self._depth = 0
         self._in_string = False
         self._escape = False  # the last byte scanned was a backslash inside a string
+        self._documents = 0   # documents begun so far
+
+    def _set_framing(self, framing: str) -> None:
+        """Scan by this framing's rules from now on (a source of documents may go on in another: _between)."""
+        self.framing = framing
+        self._unglue = self._glued and framing == SSE and self.format not in _OWN_END_RULES
+        # Responses told apart by an id their every chunk carries: Gemini's responseId, an OpenAI
+        # chat chunk's id in JSON lines (_new_id); the id of the one in progress.
+        self._by_id = self.format == "gemini" or (self.format == "openai-chat" and framing == NDJSON)
 
     def error_cuts(self, segment: bytes) -> list[int]:
         """Return the cuts inside one stream's bytes that an in-band error event makes (OpenAI style).
@@ -462,7 +468,7 @@ class Splitter:
         return True, end
 
     def _new_id(self, buf: bytes, pos: int, upto: int) -> int | None:
-        """Return where a chunk with a new id (Gemini's responseId, a chat chunk's) starts in buf[pos:upto], if one does."""
+        """Return where a chunk with a new id (Gemini's responseId, a chat chunk's) starts in buf[pos:upto], if any."""
         if upto <= pos or (self._id is not None and self._all_current(buf, pos, upto)):
             return None
         for at, value in self._ids(buf, pos, upto):
@@ -524,11 +530,14 @@ class Splitter:
         return cuts, safe
 
     def _scan_documents(self, buf: bytes, pos: int, final: bool) -> tuple[list[int], int]:
-        """Cut just after each top-level JSON value's last byte: each pretty-printed document is one response.
+        """Cut where each pretty-printed JSON document after the first begins: each is one response.
 
-        The depth is carried from scan to scan, from the source's start (a source of documents is
-        one task, never cut into ranges: plan), so the "}" that ends a document is told from every
-        other, however the documents are laid out. Every byte is scanned once: safe is the end.
+        A document begins at a line that is a "{" (or "[") alone, outside any document: the depth
+        is carried from scan to scan, from the source's start (a source of documents is one task,
+        never cut into byte ranges: plan), so no "}" or "{" inside one is taken for an end or a
+        start, however it is laid out. What else comes between documents (a stray "}", junk) stays
+        with the one before it, as one Accumulator reads it; SSE or JSON lines after them are cut
+        off and scanned by their own framing's rules (_between).
         """
         cuts: list[int] = []
         n = len(buf)
@@ -537,6 +546,17 @@ class Splitter:
             self._escape = False
             pos += 1
         while True:
+            if not depth:
+                self._depth, self._in_string = 0, False
+                went = self._between(buf, pos, final, cuts)
+                if type(went) is tuple:
+                    return went
+                if went < 0:
+                    if n:
+                        self.at_line_start = buf[n - 1] in b"\r\n"
+                    return cuts, n
+                pos, depth = went, 1
+                continue
             m = (_IN_STRING if in_string else _STRUCTURE).search(buf, pos)
             if m is None:
                 break
@@ -554,12 +574,57 @@ class Splitter:
                 in_string = True
             elif byte in (0x7B, 0x5B):
                 depth += 1
-            elif depth:  # (a stray close at the top level ends nothing: the twins report it)
+            else:
                 depth -= 1
-                if not depth and (pos < n or not final):
-                    cuts.append(pos)
         self._depth, self._in_string = depth, in_string
+        if n:
+            self.at_line_start = buf[n - 1] in b"\r\n"
         return cuts, n
+
+    def _between(self, buf: bytes, pos: int, final: bool, cuts: list[int]) -> int | tuple[list[int], int]:
+        """Read on outside any document, from pos; return where the next one's "{" ends, or the scan's result.
+
+        -1: nothing more in buf (all of it may be fed). A tuple: what scan returns, when the rest is
+        framed otherwise, or when more bytes are needed to tell (safe is then pos: only blanks
+        were passed). Each document but the first is cut at its line's start.
+        """
+        n = len(buf)
+        while True:
+            m = _CONTENT.search(buf, pos)
+            if m is None:
+                return -1
+            at = m.start()
+            brk = max(buf.rfind(b"\n", pos, at), buf.rfind(b"\r", pos, at))
+            if brk >= 0:
+                line_start, own_line = brk + 1, True
+            else:
+                line_start, own_line = pos, (self.at_line_start if pos == 0 else buf[pos - 1] in b"\r\n")
+            e = _LINE_END.search(buf, at)
+            if e is None or (e.end() == n and buf[n - 1] == 0x0D):  # (a CR the read ends with: half a CRLF?)
+                if not final:
+                    self.at_line_start = self.at_line_start if pos == 0 else buf[pos - 1] in b"\r\n"
+                    return cuts, pos
+                end = after = n
+            else:
+                end, after = e.start(), e.end()
+            text = buf[at:end].rstrip(b" \t")
+            if own_line and text in (b"{", b"["):  # a document begins
+                if self._documents:
+                    cuts.append(line_start)
+                self._documents += 1
+                return at + 1
+            if own_line and (text[:1] in b"{[" or text.startswith(_SSE_FIELDS)):
+                # SSE or JSON lines: no more documents; the rest is cut by its own framing's rules
+                kind = choose(buf[line_start:], True, otherwise=DEFAULT_FRAMING.get(self.format, SSE))
+                if self._documents:
+                    cuts.append(line_start)
+                self._set_framing(NDJSON if kind == JSONDOCS else kind)  # (kind: never None, told finally)
+                self.at_line_start = True
+                more, safe = self.scan(buf, line_start, final)
+                return cuts + more, safe
+            pos = after  # anything else: the document before keeps it
+            if pos >= n:
+                return -1
 
     # -- the binary AWS event stream ---------------------------------------------------------
 

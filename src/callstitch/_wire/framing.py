@@ -195,9 +195,9 @@ _IN_STRING = re.compile(rb'["\\]')
 _SCALAR_END = re.compile(rb'[ \t\r\n,\[\]{}"]')
 
 
-def element_dropped(state: StreamState, limit: int, offset: int) -> None:
+def element_dropped(state: StreamState, limit: int, offset: int, in_array: bool) -> None:
     """Record that a JSON value over Limits.event_bytes was dropped: an array's element, or a whole document."""
-    line_dropped(state, limit, offset, "JSON document" if state.framing == JSONDOCS else "JSON array element")
+    line_dropped(state, limit, offset, "JSON array element" if in_array else "JSON document")
 
 
 class JSONArrayFramer:
@@ -325,7 +325,7 @@ class JSONArrayFramer:
             return
         limit = self._state.event_limit
         if self._size > limit:
-            element_dropped(self._state, limit, self._start)
+            element_dropped(self._state, limit, self._start, self._open)
             self._acc.cut_open()
             self._dropping = True
             self._element = bytearray()
