@@ -207,3 +207,16 @@ def test_an_array_element_over_the_event_limit_in_a_document_source_is_named_so(
     result = agree(both, body, "auto", limits=callstitch.Limits(event_bytes=100))
     assert [e.detail for e in result.errors if e.kind == "limit"] == [
         "Limits.event_bytes (100) exceeded by a JSON array element; the JSON array element is dropped"]
+
+
+@pytest.mark.parametrize("middle", [b'{"error": {"message": "Rate limit reached", "type": "requests"}}', b"{}"])
+def test_one_line_of_json_between_documents_is_a_document(every_twin, tmp_path, middle):
+    # Found by review: a compact error body among pretty-printed responses ended the documents,
+    # and every later one was read as JSON lines (a malformed chunk per line).
+    first = INDENTS["2"](DOCUMENTS["openai-chat"])
+    third = first.replace(b"call_1", b"call_3")
+    path = tmp_path / "documents.json"
+    path.write_bytes(first + b"\n" + middle + b"\n" + third + b"\n")
+    records, problems = _batch(path)
+    assert [r[:2] for r in records] == [(0, "call_1"), (2, "call_3")]
+    assert problems == [(1, e.kind) for e in callstitch.reassemble(middle, format="openai-chat").errors]

@@ -78,12 +78,13 @@ _INTO_NEXT = re.compile(rb"[ \t]*(?:\r\n|\r|\n)(?:event|data):")
 # last (Bedrock's metadata event follows its messageStop) or is found by parsing its line (Gemini):
 # every other SSE format's terminating event is its last, and a glued one is cut (_unglued_end).
 _OWN_END_RULES = frozenset(("bedrock", "gemini"))
-_RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*"([^"\\]*)"')
+_STRING_TEXT = rb'"((?:[^"\\]|\\.)*)"'  # a JSON string, escapes and all (json.dumps writes \uXXXX for non-ASCII)
+_RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*' + _STRING_TEXT)
 # An OpenAI chat chunk's own id, in JSON lines: the first key of a line's object, as the SDKs and
 # json.dumps of a chunk write it (a call's "id" is never a line's first key). A line that puts
 # another key first tells nothing: its response is then not cut from the next.
-_CHUNK_ID = re.compile(rb'\n\{\s*"id"\s*:\s*"([^"\\]*)"')
-_CHUNK_ID_AT = re.compile(rb'\{\s*"id"\s*:\s*"([^"\\]*)"')  # the same, at a buffer's first line
+_CHUNK_ID = re.compile(rb'\n\{\s*"id"\s*:\s*' + _STRING_TEXT)
+_CHUNK_ID_AT = re.compile(rb'\{\s*"id"\s*:\s*' + _STRING_TEXT)  # the same, at a buffer's first line
 # A JSON string holds no raw line break, so a "]" just after one, or one followed by a line break
 # and a "[", is never inside a string: it closes an array, and at the start of a line (pretty-
 # printed, every inner line is indented) or before another array, the outermost one.
@@ -247,6 +248,7 @@ class Splitter:
         self._set_framing(framing)
         self._id: bytes | None = None
         self._id_cut = -1
+        self._id_cache: list | None = None  # [upto, from, ids of buf[from:upto], next to look at]: _new_id
         # 0, or _CUT, _CONFIRM, _PASS (above): what comes until that blank line is fed, not held.
         self._running = 0
         # Whether the next buffer scanned starts a line (the input's start, or just after a line
@@ -285,6 +287,7 @@ class Splitter:
         open); bytes from ``safe`` on must be scanned again with what the next read brings.
         With ``final`` the buffer is the end of the input, and ``safe`` is its length.
         """
+        self._id_cache = None  # (positions in the last buf)
         if self.framing == EVENTSTREAM:
             return self._scan_eventstream(buf, pos, final)
         if self.framing == JSONARRAY:
@@ -468,10 +471,24 @@ class Splitter:
         return True, end
 
     def _new_id(self, buf: bytes, pos: int, upto: int) -> int | None:
-        """Return where a chunk with a new id (Gemini's responseId, a chat chunk's) starts in buf[pos:upto], if any."""
-        if upto <= pos or (self._id is not None and self._all_current(buf, pos, upto)):
+        """Return where a chunk with a new id (Gemini's responseId, a chat chunk's) starts in buf[pos:upto], if any.
+
+        Called again from each cut it returns, up to the same upto: the ids of buf[pos:upto] are
+        found once a scan (_id_cache), so many small responses in one read cost their length, not
+        their number times the read's.
+        """
+        if upto <= pos:
             return None
-        for at, value in self._ids(buf, pos, upto):
+        cache = self._id_cache
+        if cache is None or cache[0] != upto or cache[1] > pos:
+            unchanged = self._id is not None and self._all_current(buf, pos, upto)
+            found = [] if unchanged else list(self._ids(buf, pos, upto))
+            cache = self._id_cache = [upto, pos, found, 0]
+        ids = cache[2]
+        for i in range(cache[3], len(ids)):
+            at, value = ids[i]
+            if at < pos:
+                continue
             if self._id is None:
                 self._id = value
             elif value != self._id:
@@ -479,8 +496,10 @@ class Splitter:
                 if start == pos == self._id_cut:  # the cut just made is this id's: it is the current one now
                     self._id = value
                     continue
+                cache[3] = i  # (asked again from that cut, this id is the first looked at)
                 # (at pos itself when the scan resumed there: the bytes before went to the response before)
                 return start
+        cache[3] = len(ids)
         return None
 
     def _ids(self, buf: bytes, pos: int, upto: int) -> Iterator[tuple[int, bytes]]:
@@ -608,7 +627,16 @@ class Splitter:
             else:
                 end, after = e.start(), e.end()
             text = buf[at:end].rstrip(b" \t")
-            if own_line and text in (b"{", b"["):  # a document begins
+            document = own_line and text in (b"{", b"[")  # a pretty-printed document begins
+            if own_line and text[:1] in b"{[" and not document:
+                # One line of JSON: a document of its own (a compact error body among pretty ones)
+                # when a pretty-printed one, or nothing, follows it; else JSON lines begin.
+                following = _next_line(buf, after, final)
+                if following is None:
+                    self.at_line_start = self.at_line_start if pos == 0 else buf[pos - 1] in b"\r\n"
+                    return cuts, pos
+                document = following in (b"", b"{", b"[")
+            if document:
                 if self._documents:
                     cuts.append(line_start)
                 self._documents += 1
@@ -657,6 +685,22 @@ class Splitter:
             if end < n or not final:  # (a response that ends where the read ends is cut there too)
                 cuts.append(end)
             pos = end
+
+
+def _next_line(buf: bytes, pos: int, final: bool) -> bytes | None:
+    """Return the next line with content from pos on, without its line end and trailing blanks.
+
+    b"" when there is none in the input; None while a later read may still bring it (or its end).
+    """
+    m = _CONTENT.search(buf, pos)
+    if m is None:
+        return b"" if final else None
+    e = _LINE_END.search(buf, m.start())
+    if e is None or (e.end() == len(buf) and buf[-1] == 0x0D):
+        if not final:
+            return None
+        return buf[m.start():].rstrip(b" \t\r\n")
+    return buf[m.start():e.start()].rstrip(b" \t")
 
 
 def _event_start(buf: bytes, pos: int, floor: int, framing: str) -> int:
