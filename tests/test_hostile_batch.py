@@ -698,3 +698,26 @@ def test_range_tasks_read_a_mangled_capture_s_call_as_a_whole_read_does(workdir,
 # pattern had no LF-CR pair, so range tasks cut elsewhere and counted one stream more.
 def test_range_tasks_count_a_mangled_capture_s_streams_as_a_whole_read_does(workdir, impl):
     _ranged_as_whole(workdir, impl, "range-stream-count.sse")
+
+
+def test_range_tasks_read_a_response_after_zero_bytes_as_a_whole_read_does(workdir, impl):
+    # Found by fuzz_batch (older than the session that found it): after a [DONE], a response
+    # that began with a zero byte (junk glued before its events) was framed as the AWS event
+    # stream by its own first bytes; read whole, it never ended and every later response of the
+    # file was lost in it, while range tasks, starting at later [DONE]s, read them.
+    _ranged_as_whole(workdir, impl, "range-zero-byte-start.sse")
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+def test_a_response_glued_after_zero_bytes_is_read_as_sse(workdir, impl, fmt):
+    bodies = BODIES[fmt][:3]
+    data = bodies[0] + b"\x00\x00\x00\x07junk\n" + bodies[1] + bodies[2]
+    path = write(workdir, "capture.sse", data)
+    with twin_accumulator(impl):
+        whole = run([path])
+        with patched(RANGE=97):
+            assert run([path]) == whole
+    calls = [r for r in whole[0] if r["stream"] == 2]
+    assert [(r["id"], r["arguments"]) for r in calls] == [
+        (c.id, c.arguments) for c in impl.reassemble(bodies[2], format=fmt).tool_calls]
+    assert [r for r in whole[0] if r["stream"] == 1], "the response after the zero bytes is read"

@@ -599,6 +599,14 @@ class SlotBook:
             self._capped.add(name)
             too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices, first)
 
+    def _read_as(self, framing: str) -> None:
+        """Frame what is fed as framing, whatever its first bytes would tell; called before the first feed.
+
+        For a batch source's response that its first bytes would misframe: in a capture of text,
+        a response glued on after junk that starts with a zero byte is no AWS event stream.
+        """
+        self._state.framing = framing
+
     def cut_open(self) -> None:
         """Cut every call still open and every text: the event just dropped may have held a piece of them."""
         for slot in self._slots:

@@ -568,7 +568,7 @@ class Splitter:
             if not depth:
                 self._depth, self._in_string = 0, False
                 went = self._between(buf, pos, final, cuts)
-                if type(went) is tuple:
+                if isinstance(went, tuple):
                     return went
                 if went < 0:
                     if n:
@@ -643,10 +643,11 @@ class Splitter:
                 return at + 1
             if own_line and (text[:1] in b"{[" or text.startswith(_SSE_FIELDS)):
                 # SSE or JSON lines: no more documents; the rest is cut by its own framing's rules
-                kind = choose(buf[line_start:], True, otherwise=DEFAULT_FRAMING.get(self.format, SSE))
+                fallback = DEFAULT_FRAMING.get(self.format, SSE)
+                kind = choose(buf[line_start:], True, otherwise=fallback) or fallback  # (told: final)
                 if self._documents:
                     cuts.append(line_start)
-                self._set_framing(NDJSON if kind == JSONDOCS else kind)  # (kind: never None, told finally)
+                self._set_framing(NDJSON if kind == JSONDOCS else kind)
                 self.at_line_start = True
                 more, safe = self.scan(buf, line_start, final)
                 return cuts + more, safe

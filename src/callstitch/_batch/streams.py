@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from .._formats.recognition import only_keep_alives
 from .._results import only_an_end
-from .._wire.framing import EVENTSTREAM
+from .._wire.framing import EVENTSTREAM, SSE
 from . import settings
 from .collect import Collector
 from .containers import detect_reading
@@ -172,6 +172,7 @@ class _Cuts:
     def __init__(self, head: bytes, splitter: Splitter, fmt: str, limits: Any) -> None:
         self._head = head
         self._tail = b""
+        self._splitter = splitter
         self._scan = splitter.scan
         self._cuts: list[int] = []
         self._next = 0  # the first cut of the block not passed yet
@@ -202,6 +203,8 @@ class _Cuts:
 
     def feed(self, acc: Any, mv: memoryview, p: int, safe: int, fresh: bool) -> tuple[int, bool]:
         """Feed acc from p up to its response's cut, or to safe; return (where it stopped, whether it ended)."""
+        if fresh and self._splitter.framing == SSE:
+            read_as_sse(acc, mv, p)
         cuts = self._cuts
         i = self._next
         # Cuts before p are passed; a new response (fresh) starting right at a cut is not ended by it.
@@ -217,6 +220,17 @@ class _Cuts:
         if safe > p:
             acc.feed(mv[p:safe])
         return safe, False
+
+
+def read_as_sse(acc: Any, mv: Any, p: int) -> None:
+    """Frame a response of an SSE source as SSE when it starts with a zero byte (junk glued before its events).
+
+    Its first bytes would make it an AWS event stream: the response would never end where the
+    source's rules end it ([DONE], found by the splitter or by the Accumulator halting there),
+    and every event in it would be lost in the binary framer.
+    """
+    if p < len(mv) and mv[p] == 0:
+        acc._read_as(SSE)
 
 
 class _Halts:
@@ -257,6 +271,8 @@ class _Halts:
 
     def feed(self, acc: Any, mv: memoryview, p: int, safe: int, fresh: bool) -> tuple[int, bool]:
         """Feed acc a piece from p; return (where it stopped, whether its response ended)."""
+        if fresh:
+            read_as_sse(acc, mv, p)
         upto = min(safe, p + settings.FEED)  # bounded pieces: what a feed copies stays small
         acc.feed(mv[p:upto])
         used = acc.halted()
