@@ -721,3 +721,36 @@ def test_a_response_glued_after_zero_bytes_is_read_as_sse(workdir, impl, fmt):
     assert [(r["id"], r["arguments"]) for r in calls] == [
         (c.id, c.arguments) for c in impl.reassemble(bodies[2], format=fmt).tool_calls]
     assert [r for r in whole[0] if r["stream"] == 1], "the response after the zero bytes is read"
+
+
+def test_an_event_stream_response_after_an_sse_one_stays_an_event_stream(workdir, impl):
+    # Found by review of the change above: a real AWS event-stream response starts with a zero
+    # byte too; after an SSE response in the same Bedrock capture it was read as SSE and lost.
+    sse = open(os.path.join(os.path.dirname(__file__), "fixtures", "captures",
+                            "bedrock__pydantic-ai__converse-nova-tool.sse"), "rb").read()
+    binary = [b for b, _ in workload.format_responses("bedrock", 2, seed=5)]
+    assert all(b[:1] == b"\x00" for b in binary)
+    path = write(workdir, "capture.bin", sse + binary[0] + binary[1])
+    with twin_accumulator(impl):
+        records, problems = run([path])
+        with patched(RANGE=97):
+            assert run([path]) == (records, problems)
+    assert problems == []
+    # (the splitter scans by the source's framing, SSE: the event-stream responses after it are one stream)
+    assert [(min(r["stream"], 1), r["id"]) for r in records] == [
+        (min(i, 1), c.id) for i, body in enumerate([sse, *binary])
+        for c in impl.reassemble(body, format="bedrock").tool_calls]
+
+
+def test_a_response_after_zero_bytes_that_an_in_band_error_ends_keeps_its_calls(workdir, impl):
+    # Found by review: a stream holding an in-band error is cut again at it (two responses, the
+    # first ended by the error with no [DONE]); its first piece started with the zero bytes.
+    chunk = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%s",'
+             b'"function":{"name":"f","arguments":"{}"}}]}}]}\n\n')
+    data = (chunk % b"a" + b"data: [DONE]\n\n" + b"\x00\x00\x00\x07junk\n" + chunk % b"b"
+            + b'data: {"error": {"message": "boom"}}\n\n' + chunk % b"c" + b"data: [DONE]\n\n")
+    path = write(workdir, "capture.sse", data)
+    with twin_accumulator(impl):
+        records, problems = run([path], format="openai-chat")
+    assert [(r["stream"], r["id"]) for r in records] == [(0, "call_a"), (1, "call_b"), (2, "call_c")]
+    assert [p[4] for p in problems] == ["in-band error"]

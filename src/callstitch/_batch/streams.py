@@ -15,7 +15,7 @@ from .collect import Collector
 from .containers import detect_reading
 from .reads import Reads
 from .sources import Problem
-from .split import Splitter, by_cuts
+from .split import Splitter, _prelude_ok, by_cuts
 from .task import Task
 
 
@@ -149,6 +149,8 @@ def _emit(out: Collector, stream: int, result: Any, acc_start: int, buf: Any, lo
                 m = CONTENT.search(segment, p, cut)
                 if m is not None:
                     one = settings.Accumulator(fmt, out.limits)
+                    if splitter.framing == SSE:
+                        read_as_sse(one, segment, m.start())
                     one.feed(segment[m.start():cut])
                     out.result(stream + emitted, one.finalize(), acc_start + m.start())
                     emitted += 1
@@ -223,14 +225,18 @@ class _Cuts:
 
 
 def read_as_sse(acc: Any, mv: Any, p: int) -> None:
-    """Frame a response of an SSE source as SSE when it starts with a zero byte (junk glued before its events).
+    """Frame a response of an SSE source as SSE when it starts with a zero byte that opens no event-stream message.
 
-    Its first bytes would make it an AWS event stream: the response would never end where the
-    source's rules end it ([DONE], found by the splitter or by the Accumulator halting there),
-    and every event in it would be lost in the binary framer.
+    Junk glued before its events would make it an AWS event stream by its first byte: its events
+    would be lost in the binary framer, and an OpenAI chat response, which ends where its
+    Accumulator halts at [DONE], would never end (every later response of the source lost with
+    it). A response that starts with a whole event-stream prelude (lengths and their CRC) is one,
+    and stays one (a Bedrock capture may hold both framings).
     """
     if p < len(mv) and mv[p] == 0:
-        acc._read_as(SSE)
+        head = bytes(mv[p:p + 12])
+        if len(head) < 12 or not _prelude_ok(head, 0):
+            acc._read_as(SSE)
 
 
 class _Halts:
