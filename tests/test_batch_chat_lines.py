@@ -23,6 +23,7 @@ from callstitch._batch.split import Splitter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
+from _split import read_in_blocks  # noqa: E402
 
 BODIES = [b for b, _ in workload.responses(6, seed=5)]
 
@@ -114,15 +115,7 @@ def test_the_splitter_finds_the_same_cuts_however_the_log_is_read():
     rng = random.Random(3)
     for _ in range(20):
         block = rng.choice([1, 7, 300, 4096])
-        splitter, cuts, base, tail, at = Splitter("openai-chat", "ndjson"), [], 0, b"", 0
-        while True:
-            piece, at = data[at:at + block], at + block
-            buf = tail + piece
-            found, safe = splitter.scan(buf, 0, not piece)
-            cuts += [base + c for c in found if base + c < len(data)]
-            if not piece:
-                break
-            tail, base = buf[safe:], base + safe
+        cuts, _ = read_in_blocks(Splitter("openai-chat", "ndjson"), data, block)
         assert cuts == whole, block
 
 

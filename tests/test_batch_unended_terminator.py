@@ -23,6 +23,7 @@ from callstitch._batch.split import Splitter
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
 from test_batch_repeated_terminators import BODIES  # noqa: E402
+from _split import read_in_blocks  # noqa: E402
 
 CAPTURES = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
 KEEP_ALIVE = b": keep-alive\n"
@@ -101,20 +102,6 @@ RESTS = {
 }
 
 
-def _read_in_blocks(splitter: Splitter, data: bytes, block: int) -> tuple[list[int], int]:
-    """Return the cuts a splitter finds in data read as the batch reads it, and the most it kept back."""
-    cuts, base, tail, at, held = [], 0, b"", 0, 0
-    while True:
-        piece, at = data[at:at + max(block, len(tail))], at + max(block, len(tail))
-        buf = tail + piece
-        found, safe = splitter.scan(buf, 0, not piece)
-        cuts += [base + c for c in found]
-        if not piece:
-            return [c for c in cuts if c < len(data)], held
-        tail, base = buf[safe:], base + safe
-        held = max(held, len(tail))
-
-
 @pytest.mark.parametrize("rest", list(RESTS))
 @pytest.mark.parametrize("fmt", list(_last_events()))
 @pytest.mark.parametrize("after", [b"", b"\n"], ids=["to-the-end", "then-a-blank-line"])
@@ -122,7 +109,7 @@ def test_the_splitter_keeps_little_back_whatever_follows(fmt, rest, after):
     block = 1 << 16
     data = _last_events()[fmt] + RESTS[rest](1 << 20) + after + ANTHROPIC
     splitter = Splitter(fmt.split("-stop")[0], "sse")
-    cuts, held = _read_in_blocks(splitter, data, block)
+    cuts, held = read_in_blocks(splitter, data, block)
     assert held <= split.GLUE_GAP + 2 * block, f"{held} bytes kept back"
     whole, _ = Splitter(splitter.format, "sse").scan(data, 0, True)
     assert cuts == [c for c in whole if c < len(data)]

@@ -48,7 +48,7 @@ INDENTS = {"2": lambda d: json.dumps(d, indent=2).encode(),
            "0": lambda d: json.dumps(d, indent=0).encode()}  # every nested "}" at a line start too
 
 
-def seen(result) -> tuple:
+def seen_of(result) -> tuple:
     """Return what a result says, but for where its errors are (a document's layout moves them)."""
     return ([(c.id, c.name, c.arguments, c.error) for c in result.tool_calls], result.format,
             [(e.kind, e.detail) for e in result.errors], result.finish_reason)
@@ -62,7 +62,7 @@ def test_a_pretty_printed_document_reads_as_it_does_on_one_line(both, name, inde
     assert pretty.startswith(b"{\n") or pretty.startswith(b"{\r\n")
     one_line = orjson.dumps(document)
     result = agree(both, pretty, "auto")  # both twins, whole and cut at random: the same, offsets too
-    assert seen(result) == seen(callstitch.reassemble(one_line))
+    assert seen_of(result) == seen_of(callstitch.reassemble(one_line))
     if name in ("openai-chat", "gemini", "ollama"):
         assert [(c.name, c.arguments) for c in result.tool_calls] == [("get_weather", {"city": "Paris"})]
 
@@ -71,7 +71,7 @@ def test_a_pretty_printed_document_reads_as_it_does_on_one_line(both, name, inde
 def test_a_document_of_a_named_format_reads_as_auto_does(both, name):
     pretty = INDENTS["2"](DOCUMENTS[name])
     fmt = "openai-chat" if name == "error" else name
-    assert seen(agree(both, pretty, fmt)) == seen(callstitch.reassemble(orjson.dumps(DOCUMENTS[name]), format=fmt))
+    assert seen_of(agree(both, pretty, fmt)) == seen_of(callstitch.reassemble(orjson.dumps(DOCUMENTS[name]), format=fmt))
 
 
 def test_a_document_over_the_event_limit_is_cut_and_reported(both):
@@ -220,3 +220,31 @@ def test_one_line_of_json_between_documents_is_a_document(every_twin, tmp_path, 
     records, problems = _batch(path)
     assert [r[:2] for r in records] == [(0, "call_1"), (2, "call_3")]
     assert problems == [(1, e.kind) for e in callstitch.reassemble(middle, format="openai-chat").errors]
+
+
+# -- the gateway's tee and atee ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["openai-chat", "error"])
+def test_tee_passes_a_document_on_unchanged_and_reads_it(impl, name):
+    import asyncio
+
+    from callstitch._tee import ATee, Tee
+    body = INDENTS["4-crlf"](DOCUMENTS[name])
+    pieces = [body[i:i + 7] for i in range(0, len(body), 7)]
+    want = callstitch.reassemble(orjson.dumps(DOCUMENTS[name]))
+    seen = []
+    t = Tee(pieces, "auto", seen.append, accumulator=impl.Accumulator())
+    assert list(t) == pieces
+    assert seen_of(t.result) == seen_of(want)
+    assert [(c.id, c.arguments) for c in seen] == [(c.id, c.arguments) for c in want.tool_calls]
+
+    async def source():
+        for piece in pieces:
+            yield piece
+
+    async def through() -> list:
+        a = ATee(source(), "auto", None, accumulator=impl.Accumulator())
+        return [piece async for piece in a], a.result
+    passed, result = asyncio.run(through())
+    assert passed == pieces and seen_of(result) == seen_of(want)

@@ -35,6 +35,7 @@ from conftest import IMPLEMENTATIONS, load_implementation  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
+from test_json_documents import DOCUMENTS  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURES = os.path.join(HERE, "fixtures", "captures")
@@ -129,6 +130,8 @@ def _text_bodies() -> list[str | None]:
     """Every text capture, generated bodies of every text format, bad bodies and a null, mixed."""
     good = [open(p, encoding="utf-8").read() for p in _capture_paths("sse")]
     good += [b.decode() for b in _generated()]
+    # pretty-printed documents: a non-streamed response's calls, an error body's message
+    good += [orjson.dumps(DOCUMENTS[name], option=orjson.OPT_INDENT_2).decode() for name in ("openai-chat", "error")]
     bodies: list[str | None] = []
     bad = BAD_TEXT + [None]
     for i, body in enumerate(good):
@@ -227,6 +230,17 @@ def test_binary_bodies_every_format(spark, tmp_path):
     assert {r["format"] for r in rows if r["choice"] is not None} == FORMATS - {"ollama"}
     assert any(r["format"] == "bedrock" and p.endswith(".eventstream")
                for r in rows for p in [r["source"]])
+
+
+def test_pretty_printed_documents_give_their_calls_and_errors(spark):
+    # A non-streamed response's calls and an error body's message, as the library reads them.
+    bodies = [orjson.dumps(DOCUMENTS[name], option=orjson.OPT_INDENT_2) for name in ("openai-chat", "error")]
+    df = spark.createDataFrame([(i, b.decode()) for i, b in enumerate(bodies)], "k long, body string")
+    rows = _collect(cs_spark.reassemble(df), "k")
+    assert [(r["k"], r["id"], r["arguments"]) for r in rows if r["choice"] is not None] == [
+        (0, "call_1", json.dumps({"city": "Paris"}, separators=(",", ":")))]
+    assert [r["stream_errors"] for r in rows if r["k"] == 1] == [
+        ["in-band error at byte 0: invalid_request_error: Incorrect API key provided: sk-***}"]]
 
 
 def test_string_and_binary_columns_agree(spark):

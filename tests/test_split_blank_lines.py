@@ -19,6 +19,7 @@ from callstitch._batch.split import Splitter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import workload  # noqa: E402
+from _split import read_in_blocks  # noqa: E402
 
 SEPARATORS = {"LF LF": b"\n\n", "LF CRLF": b"\n\r\n", "LF CR": b"\n\r", "CRLF LF": b"\r\n\n",
               "CRLF CRLF": b"\r\n\r\n", "CRLF CR": b"\r\n\r", "CR CRLF": b"\r\r\n", "CR CR": b"\r\r"}
@@ -30,19 +31,6 @@ def glued_at(bodies: list[bytes], sep: bytes) -> tuple[bytes, int]:
     """Return two responses with sep as the first one's last blank line, and where that one ends."""
     first = bodies[0].rstrip(b"\n") + sep
     return first + bodies[1], len(first)
-
-
-def cuts_read_in_blocks(splitter: Splitter, data: bytes, block: int) -> list[int]:
-    """Return the cuts a splitter finds in data read block by block (the bytes it keeps back scanned again)."""
-    cuts, base, tail, at = [], 0, b"", 0
-    while True:
-        piece, at = data[at:at + block], at + block
-        buf = tail + piece
-        found, safe = splitter.scan(buf, 0, not piece)
-        cuts += [base + c for c in found if base + c < len(data)]
-        if not piece:
-            return cuts
-        tail, base = buf[safe:], base + safe
 
 
 @pytest.mark.parametrize("sep", list(SEPARATORS.values()), ids=list(SEPARATORS))
@@ -65,7 +53,7 @@ def test_the_splitter_cuts_a_chat_capture_where_the_twins_halt(sep, glued):
     data, end = glued_at(CHAT, sep)
     assert Splitter("openai-chat", "sse", glued=glued).scan(data, 0, True)[0] == [end]
     for block in (1, 2, 3, 5, 64, 1000):
-        assert cuts_read_in_blocks(Splitter("openai-chat", "sse", glued=glued), data, block) == [end], block
+        assert read_in_blocks(Splitter("openai-chat", "sse", glued=glued), data, block)[0] == [end], block
 
 
 @pytest.mark.parametrize("sep", list(SEPARATORS.values()), ids=list(SEPARATORS))
@@ -73,7 +61,7 @@ def test_the_splitter_cuts_an_anthropic_capture_at_the_end_of_every_blank_line(s
     data, end = glued_at(ANTHROPIC, sep)
     assert Splitter("anthropic", "sse").scan(data, 0, True)[0] == [end]
     for block in (1, 2, 3, 7, 64, 1000):
-        assert cuts_read_in_blocks(Splitter("anthropic", "sse"), data, block) == [end], block
+        assert read_in_blocks(Splitter("anthropic", "sse"), data, block)[0] == [end], block
 
 
 @pytest.mark.parametrize("bodies", [CHAT, ANTHROPIC], ids=["openai-chat", "anthropic"])

@@ -83,8 +83,8 @@ _RESPONSE_ID = re.compile(rb'"responseId"\s*:\s*' + _STRING_TEXT)
 # An OpenAI chat chunk's own id, in JSON lines: the first key of a line's object, as the SDKs and
 # json.dumps of a chunk write it (a call's "id" is never a line's first key). A line that puts
 # another key first tells nothing: its response is then not cut from the next.
-_CHUNK_ID = re.compile(rb'\n\{\s*"id"\s*:\s*' + _STRING_TEXT)
-_CHUNK_ID_AT = re.compile(rb'\{\s*"id"\s*:\s*' + _STRING_TEXT)  # the same, at a buffer's first line
+_CHUNK_ID_AT = re.compile(rb'\{\s*"id"\s*:\s*' + _STRING_TEXT)  # at a line's start (a buffer's first line)
+_CHUNK_ID = re.compile(b"\n" + _CHUNK_ID_AT.pattern)  # … after a line break
 # A JSON string holds no raw line break, so a "]" just after one, or one followed by a line break
 # and a "[", is never inside a string: it closes an array, and at the start of a line (pretty-
 # printed, every inner line is indented) or before another array, the outermost one.
@@ -607,7 +607,6 @@ class Splitter:
         framed otherwise, or when more bytes are needed to tell (safe is then pos: only blanks
         were passed). Each document but the first is cut at its line's start.
         """
-        n = len(buf)
         while True:
             m = _CONTENT.search(buf, pos)
             if m is None:
@@ -618,26 +617,21 @@ class Splitter:
                 line_start, own_line = brk + 1, True
             else:
                 line_start, own_line = pos, (self.at_line_start if pos == 0 else buf[pos - 1] in b"\r\n")
-            e = _LINE_END.search(buf, at)
-            if e is None or (e.end() == n and buf[n - 1] == 0x0D):  # (a CR the read ends with: half a CRLF?)
-                if not final:
-                    self.at_line_start = self.at_line_start if pos == 0 else buf[pos - 1] in b"\r\n"
-                    return cuts, pos
-                end = after = n
-            else:
-                end, after = e.start(), e.end()
-            text = buf[at:end].rstrip(b" \t")
-            document = own_line and text in (b"{", b"[")  # a pretty-printed document begins
-            if own_line and text[:1] in b"{[" and not document:
+            line = _line_at(buf, at, final)
+            one_line = line is not None and own_line and line[0][:1] in b"{[" and line[0] not in (b"{", b"[")
+            following: bytes | None = b""  # the next line with content: b"" for none in the input
+            if one_line:
                 # One line of JSON: a document of its own (a compact error body among pretty ones)
                 # when a pretty-printed one, or nothing, follows it; else JSON lines begin.
-                following = _next_line(buf, after, final)
-                if following is None:
-                    self.at_line_start = self.at_line_start if pos == 0 else buf[pos - 1] in b"\r\n"
-                    return cuts, pos
-                document = following in (b"", b"{", b"[")
-            if document:
-                if self._documents:
+                m = _CONTENT.search(buf, line[1])  # type: ignore[index]  # (one_line: a line)
+                nxt = _line_at(buf, m.start(), final) if m is not None else (b"", 0) if final else None
+                following = None if nxt is None else nxt[0]
+            if line is None or following is None:
+                self.at_line_start = self.at_line_start if pos == 0 else buf[pos - 1] in b"\r\n"
+                return cuts, pos  # (the line, or the one after it, may go on in the next read)
+            text, after = line
+            if own_line and (text in (b"{", b"[") or (one_line and following in (b"", b"{", b"["))):
+                if self._documents:  # a document begins
                     cuts.append(line_start)
                 self._documents += 1
                 return at + 1
@@ -652,7 +646,7 @@ class Splitter:
                 more, safe = self.scan(buf, line_start, final)
                 return cuts + more, safe
             pos = after  # anything else: the document before keeps it
-            if pos >= n:
+            if pos >= len(buf):
                 return -1
 
     # -- the binary AWS event stream ---------------------------------------------------------
@@ -688,20 +682,17 @@ class Splitter:
             pos = end
 
 
-def _next_line(buf: bytes, pos: int, final: bool) -> bytes | None:
-    """Return the next line with content from pos on, without its line end and trailing blanks.
+def _line_at(buf: bytes, at: int, final: bool) -> tuple[bytes, int] | None:
+    """Return the line from at (without its line end and trailing blanks) and where the next starts.
 
-    b"" when there is none in the input; None while a later read may still bring it (or its end).
+    None while a later read may still bring its end (a CR the read ends with may be half a CRLF).
     """
-    m = _CONTENT.search(buf, pos)
-    if m is None:
-        return b"" if final else None
-    e = _LINE_END.search(buf, m.start())
+    e = _LINE_END.search(buf, at)
     if e is None or (e.end() == len(buf) and buf[-1] == 0x0D):
         if not final:
             return None
-        return buf[m.start():].rstrip(b" \t\r\n")
-    return buf[m.start():e.start()].rstrip(b" \t")
+        return buf[at:].rstrip(b" \t\r\n"), len(buf)
+    return buf[at:e.start()].rstrip(b" \t"), e.end()
 
 
 def _event_start(buf: bytes, pos: int, floor: int, framing: str) -> int:
