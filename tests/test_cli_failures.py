@@ -47,21 +47,46 @@ def write_sources(tmp_path, n: int = 6, responses: int = 40) -> list[str]:
 
 # A fault for the tests, in every process the CLI starts (forked or from a fork server): a worker
 # that takes a task of a file named *doomed* kills itself with SIGKILL, as the OOM killer would;
-# one of a file named *cursed* raises. The process that runs the CLI itself is left alone.
+# one of a file named *cursed* raises. A pool worker that ran a task of a file named *torn* is
+# killed while it sends the result back, as the kernel lets that happen: a write to a pipe of
+# PIPE_BUF bytes or fewer is whole, a longer one may stop partway (here: at half).
+# The process that runs the CLI itself is left alone.
 SITECUSTOMIZE = textwrap.dedent("""
-    import multiprocessing, os, signal
+    import multiprocessing, os, select, signal, struct
+    import concurrent.futures.process as pool_process
+    from multiprocessing.reduction import ForkingPickler
     import callstitch._batch.worker as batch
 
     _run_task = batch.run_task
+    _sendback_result = pool_process._sendback_result
+    _torn = []
 
     def run_task(task):
         if "cursed" in task.source:
             raise RecursionError("maximum recursion depth exceeded (a test's fault)")
         if "doomed" in task.source and multiprocessing.parent_process() is not None:
             os.kill(os.getpid(), signal.SIGKILL)
+        if "torn" in task.source:
+            _torn.append(task.source)
         return _run_task(task)
 
+    class _Tearing:
+        def __init__(self, queue):
+            self.queue = queue
+
+        def put(self, item):
+            message = bytes(ForkingPickler.dumps(item))
+            frame = struct.pack("!i", len(message)) + message
+            with self.queue._wlock:
+                os.write(self.queue._writer.fileno(),
+                         frame if len(frame) <= select.PIPE_BUF else frame[:len(frame) // 2])
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    def sendback_result(result_queue, *args, **kwargs):
+        return _sendback_result(_Tearing(result_queue) if _torn else result_queue, *args, **kwargs)
+
     batch.run_task = run_task
+    pool_process._sendback_result = sendback_result
 """)
 
 
@@ -92,6 +117,30 @@ def test_a_task_that_kills_its_worker_is_reported_and_the_rest_finishes(tmp_path
     assert proc.stdout == clean.stdout  # every other file, complete and in order
 
 
+def test_a_worker_killed_while_it_sends_a_result_back_loses_nothing(tmp_path):
+    # Found by a stress run (kill -9 at random times, one core busy): a worker killed partway
+    # through writing a large result left half a message in the pool's result pipe; the pool's
+    # reader waited for the rest for ever, and so did the CLI. A result sent back is now never
+    # longer than one write the kernel makes whole (the rest goes through a file).
+    paths = write_sources(tmp_path, n=4, responses=150)
+    torn = tmp_path / "torn.sse"
+    torn.write_bytes(open(paths[0], "rb").read())
+    inputs = paths[:2] + [str(torn)] + paths[2:]
+    clean = cli(*inputs, "-j", "1")  # (no fault without the hook)
+    proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", *inputs, "-j", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **faulty_env(tmp_path)}, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        _kill_all(proc)
+    text = err.decode()
+    assert "Traceback" not in text, text
+    assert proc.returncode == 1, text
+    assert "a worker process died (killed, or out of memory)" in text
+    assert out == clean.stdout
+
+
 def test_a_task_that_raises_is_reported_and_the_rest_finishes(tmp_path):
     paths = write_sources(tmp_path, n=3)
     cursed = tmp_path / "cursed.sse"
@@ -105,6 +154,15 @@ def test_a_task_that_raises_is_reported_and_the_rest_finishes(tmp_path):
         assert "Traceback" not in err
         assert f"{cursed}: internal error: RecursionError: maximum recursion depth exceeded" in err
         assert proc.stdout == clean.stdout
+
+
+def _kill_all(proc: subprocess.Popen) -> None:
+    """Kill a CLI started in a session of its own, with every worker it left (a hung run leaves some)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def _workers_of(pid: int) -> list[int]:
@@ -211,7 +269,7 @@ def test_a_worker_killed_from_outside_loses_nothing(tmp_path):
     paths = write_sources(tmp_path, n=12, responses=150)
     clean = cli(*paths, "-j", "1")
     proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", *paths, "-j", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         victims: list[int] = []
         deadline = time.monotonic() + 60
@@ -221,7 +279,7 @@ def test_a_worker_killed_from_outside_loses_nothing(tmp_path):
         os.kill(victims[0], signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
     finally:
-        proc.kill()
+        _kill_all(proc)
     text = err.decode()
     assert "Traceback" not in text, text
     assert proc.returncode == 1, text

@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
+import select
+import tempfile
 from collections import deque
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from .task import Outcome, Task
 from .worker import bytes_of, failed, run_safely
+
+# The most bytes of pickled Outcome sent back whole through the pool's result pipe. The kernel
+# writes PIPE_BUF bytes or fewer to a pipe at once or not at all; a longer write may stop partway.
+# A worker killed in such a write (kill -9, the OOM killer) left half a message in the pipe, and
+# the pool's reader waited for its rest for ever: the batch hung. A larger Outcome goes through a
+# file (a Parcel), and the message stays within PIPE_BUF, with room for the pool's own framing.
+_SENT_WHOLE = getattr(select, "PIPE_BUF", 512) - 512
+
+
+class Parcel(NamedTuple):
+    """An Outcome too large to send back whole through the result pipe: pickled in a file, for the parent."""
+
+    path: str
 
 
 class Workers:
@@ -34,16 +50,17 @@ class Workers:
     def submit(self, task: Task) -> tuple[Task, Any, Any]:
         """Start a task; return what result() takes."""
         try:
-            return task, self._pool.submit(run_safely, task), self._pool
+            return task, self._pool.submit(_run_in_pool, task), self._pool
         except self._broken_error:  # broken by a death not yet seen through a result
             self._rebuild(self._pool)
-            return task, self._pool.submit(run_safely, task), self._pool
+            return task, self._pool.submit(_run_in_pool, task), self._pool
 
     def result(self, entry: tuple[Task, Any, Any]) -> Outcome:
         """Return a task's Outcome, running it again alone if its pool broke."""
         task, future, pool = entry
         try:
-            return future.result()
+            outcome = future.result()
+            return _unpacked(task, outcome) if type(outcome) is Parcel else outcome
         except self._broken_error:
             first = pool not in self._reported
             self._reported.add(pool)
@@ -66,6 +83,38 @@ class Workers:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_in_pool(task: Task) -> Outcome | Parcel:
+    """Run one task in a pool worker; return its Outcome, or a Parcel of it when it is too large to send whole."""
+    outcome = run_safely(task)
+    data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
+    if len(data) <= _SENT_WHOLE:
+        return outcome
+    try:
+        # In the batch's temporary directory, which the parent deletes at the end: a file left by
+        # a worker killed before it sent its name goes with it.
+        with tempfile.NamedTemporaryFile(dir=task.spill, prefix="outcome-", delete=False) as f:
+            f.write(data)
+    except OSError:  # (no room for it) sent whole, as before parcels: only a death partway through may hang
+        return outcome
+    return Parcel(f.name)
+
+
+def _unpacked(task: Task, parcel: Parcel) -> Outcome:
+    """Return the Outcome a worker left in a file, and delete the file."""
+    try:
+        with open(parcel.path, "rb") as f:
+            outcome: Outcome = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError) as exc:
+        return failed(task, "internal error", f"the result of {bytes_of(task)} could not be read back from "
+                                               f"{parcel.path!r} ({type(exc).__name__}: {exc}); it is not in the output")
+    finally:
+        try:
+            os.unlink(parcel.path)
+        except OSError:
+            pass
+    return outcome
 
 
 def _alone(task: Task) -> Outcome:
