@@ -53,7 +53,9 @@ def test_stream_bytes_budget(impl):
     assert 0 < len(kept) < 10
     error, = limit_errors(result)
     first = result.tool_calls[len(kept)]  # the first call cut: the error names it
-    assert str(error).startswith(f"limit: Limits.stream_bytes (400) exceeded, first by tool call '{first.id}' ('f');")
+    assert str(error).startswith(f"limit at byte {error.offset}: Limits.stream_bytes (400) exceeded, first by tool "
+                                 f"call '{first.id}' ('f');")
+    assert body[error.offset:].startswith(b"data: ")  # the event that went past it (test_limit_offsets.py)
     text = impl.reassemble(chunk([{"index": 1, "delta": {"content": "x" * 500}}]), limits=Limits(stream_bytes=400))
     assert "exceeded, first by the text of choice 1;" in str(limit_errors(text)[0])
 

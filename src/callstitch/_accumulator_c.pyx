@@ -927,6 +927,7 @@ Reassemble the tool calls of one streamed response.
         """Handle one event's data: on the fast path when the scanner understands it, else the general one."""
         cdef object event = self._event_name
         self._event_name = None
+        self._event_at = self._data_offset  # (for the limits' errors: SlotBook._where)
         if self._fmt == FMT_CHAT:
             if self._chunk == NULL:
                 self._chunk = <cs_chunk *>PyMem_Malloc(sizeof(cs_chunk))
@@ -1320,6 +1321,7 @@ Reassemble the tool calls of one streamed response.
         """
         if self._result is not None:
             raise finalized("feed_chunk")
+        self._event_at = -1
         self._anth_open[0] = self._anth_open[1] = -1  # (the turn may change: as _dispatch_payload says)
         self._gem_logged = -1
         _handle_object(self, self._state, obj)

@@ -235,6 +235,7 @@ class Accumulator(SlotBook):
                 if not (runs is False and payload.startswith(self._layout_head) and self._same_layout(payload)):
                     self._chunk(payload, pos, runs)
             else:  # [DONE] or other text: what the event's dispatch would do with it
+                self._event_at = pos
                 _dispatch.handle_event(self, state, None, payload, pos)
             self._tail = b""
             self._offset = pos + len(rest)
@@ -350,6 +351,7 @@ class Accumulator(SlotBook):
         (_openai_chat) would, and a chunk that only ends its choice (_ends_choice); the adapter
         takes everything else.
         """
+        self._event_at = offset
         if not self._state.recognised:  # until an event of the format has come, every event goes the general way
             _dispatch.handle_event(self, self._state, None, payload, offset, long_run)
             return
@@ -534,10 +536,12 @@ class Accumulator(SlotBook):
         self._data.clear()
         self._data_size = 0
         event, self._event_name = self._event_name, None
+        self._event_at = self._data_offset
         _dispatch.handle_event(self, self._state, event, data, self._data_offset)
 
     def event(self, event: str | None, data: bytes, offset: int) -> None:
         """Handle one event from a framer other than SSE (NDJSON, AWS event stream)."""
+        self._event_at = offset
         _dispatch.handle_event(self, self._state, event, data, offset)
 
     def _end_of_stream(self) -> None:
@@ -571,6 +575,7 @@ class Accumulator(SlotBook):
         """
         if self._result is not None:
             raise finalized("feed_chunk")
+        self._event_at = -1
         _dispatch.handle_object(self, self._state, obj)
         return self._handed_over()
 

@@ -109,17 +109,17 @@ def event_dropped(state: Any, limit: int, offset: int) -> None:
     state.error("limit", f"{describe('event_bytes', limit)} exceeded by an event; the event is dropped", offset)
 
 
-def call_cut(state: Any, limit: int, call_id: Any, name: Any) -> None:
-    """Record that a call's arguments were cut at the per-call limit."""
+def call_cut(state: Any, limit: int, call_id: Any, name: Any, offset: int | None) -> None:
+    """Record that a call's arguments were cut at the per-call limit, by the event at offset."""
     state.error("limit", f"{describe('call_bytes', limit)} exceeded by tool call {call_id!r} ({name!r}); "
-                         f"the rest of its arguments is dropped", None)
+                         f"the rest of its arguments is dropped", offset)
 
 
-def stream_full(state: Any, limit: int, first: str) -> None:
-    """Record that the stream's byte budget ran out, first reached by first (call_named, text_named)."""
+def stream_full(state: Any, limit: int, first: str, offset: int | None) -> None:
+    """Record that the stream's byte budget ran out, first reached by first (call_named, text_named) at offset."""
     state.error("limit", f"{describe('stream_bytes', limit)} exceeded, first by {first}; each call or text that "
                          f"reached it is cut there (a call reads as truncated), and only what still fits is kept "
-                         f"after it", None)
+                         f"after it", offset)
 
 
 def own_full(state: Any, limit: int, offset: int | None) -> None:
@@ -136,11 +136,11 @@ def envelopes_full(state: Any, limit: int) -> None:
                          "last of them within it left them", None)
 
 
-def too_many(state: Any, name: str, limit: int, first: str) -> None:
-    """Record that a stream had more calls or choices than allowed; first: the first one dropped."""
+def too_many(state: Any, name: str, limit: int, first: str, offset: int | None) -> None:
+    """Record that a stream had more calls or choices than allowed; first: the first one dropped, at offset."""
     what = "it and further tool calls are dropped" if name == "calls" else (
         "it and further choices are dropped: their text, calls, finish reason and other fields")
-    state.error("limit", f"{describe(name, limit)} exceeded, first by {first}; {what}", None)
+    state.error("limit", f"{describe(name, limit)} exceeded, first by {first}; {what}", offset)
 
 
 def call_named(call_id: Any, name: Any) -> str:

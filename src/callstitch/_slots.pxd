@@ -61,6 +61,7 @@ cdef class SlotBook:
     cdef Py_ssize_t _nchoices
     cdef Py_ssize_t _wholes
     cdef bint _fed
+    cdef Py_ssize_t _event_at
 
     cdef _start(self, object state, tuple numbers)
     cdef int _end_of_stream(self) except -1

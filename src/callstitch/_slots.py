@@ -147,6 +147,7 @@ class SlotBook:
     _nchoices: int
     _wholes: int
     _fed: bool
+    _event_at: int
 
     def _start(self, state: StreamState, numbers: tuple) -> None:
         """Begin an empty stream: state is its StreamState, numbers its limits as as_numbers() gives them."""
@@ -177,6 +178,9 @@ class SlotBook:
         self._nchoices = 0  # choices met, by their calls or their texts, against Limits.choices
         self._wholes = 0  # calls that arrived whole as text: each is keyed -1, -2, … (no protocol index is)
         self._fed = False  # a byte has been fed (an empty body is reported as one)
+        # The stream offset of the event being handled, for the errors of the limits: each twin sets
+        # it as it hands an event on (-1: none, as for a fragment added or a chunk fed as an object).
+        self._event_at = -1
 
     def _end_of_stream(self) -> None:
         """Dispatch what the framing left pending and close the format (each twin frames its own)."""
@@ -189,6 +193,7 @@ class SlotBook:
         """Add one fragment of a call: the primitive the other ways in are built on."""
         if self._result is not None:
             raise finalized("add")
+        self._event_at = -1
         if index is not None and type(index) is not int:
             raise TypeError(f"index must be an int or None, not {type(index).__name__}")
         if type(choice) is not int:
@@ -490,15 +495,19 @@ class SlotBook:
         slot.over = limit
         slot.call_nfrags = -1  # a call built already (handed over whole) is built again, as cut
         if limit == CUT_CALL_BYTES:
-            call_cut(self._state, self._max_call, slot.id, slot.name)
+            call_cut(self._state, self._max_call, slot.id, slot.name, self._where())
         else:
             self._budget_spent(call_named(slot.id, slot.name))
+
+    def _where(self) -> int | None:
+        """Return the stream offset of the event being handled, or None when no event is."""
+        return self._event_at if self._event_at >= 0 else None
 
     def _budget_spent(self, first: str) -> None:
         """Record, once, that Limits.stream_bytes is reached (first: what reached it, named for the error)."""
         if not self._full:
             self._full = True
-            stream_full(self._state, self._max_stream, first)
+            stream_full(self._state, self._max_stream, first, self._where())
 
     def _choice_fits(self, choice: Any) -> bool:
         """Tell whether a choice new to the calls or the texts fits Limits.choices, both counted together."""
@@ -569,7 +578,7 @@ class SlotBook:
             state.event_size = 0  # counted: the event's other fields are free
         if self._own_kept + size > self._max_stream:
             self._own_full = True
-            own_full(state, self._max_stream, None)
+            own_full(state, self._max_stream, self._where())
             return False
         self._own_kept += size
         return True
@@ -597,7 +606,8 @@ class SlotBook:
             self._capped = set()
         if name not in self._capped:
             self._capped.add(name)
-            too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices, first)
+            too_many(self._state, name, self._max_calls if name == "calls" else self._max_choices, first,
+                     self._where())
 
     def _read_as(self, framing: str) -> None:
         """Frame what is fed as framing, whatever its first bytes would tell; called before the first feed.
@@ -755,6 +765,7 @@ class SlotBook:
     def _build(self) -> Result:
         """End the stream and build its Result from every slot and text."""
         self._end_of_stream()
+        self._event_at = -1
         if not self._state.recognised:
             unrecognised(self._state, bool(self._slots or self._texts), self._fed)
         if _zero_keys(self._choices) and _zero_keys(self._texts) and _zero_keys(self._state.finish_reasons):
