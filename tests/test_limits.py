@@ -192,6 +192,26 @@ def test_cli_limit_options(tmp_path):
     assert bad.returncode == 2
 
 
+def test_the_batch_gives_a_limit_error_at_its_event_in_the_source(every_twin, tmp_path):
+    # reassemble_many and the CLI: the offset is in the source, where the event that went past it starts.
+    import subprocess
+    import sys
+    first = call_events(0, "call_a", "f", '{"a": 1}') + b"data: [DONE]\n\n"
+    crossing = chunk([tool_delta(0, arguments='"' + "x" * 40 + '"}')])
+    second = call_events(0, "call_b", "g", '{"b": ') + crossing + b"data: [DONE]\n\n"
+    path = tmp_path / "two.sse"
+    path.write_bytes(first + second)
+    at = len(first) + second.index(crossing)
+    problems: list = []
+    records = list(callstitch.reassemble_many([str(path)], jobs=1, limits=Limits(call_bytes=20),
+                                              on_problem=lambda *p: problems.append(p)))
+    assert [r["id"] for r in records] == ["call_a", "call_b"] and records[1]["arguments"] is None
+    assert [(p[2], p[3], p[4]) for p in problems] == [(1, at, "limit"), (1, None, "arguments truncated")]
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--max-call-bytes", "20",
+                          "-j", "1", "--quiet"], capture_output=True, text=True, timeout=60)
+    assert f"two.sse (stream 1, byte {at}): limit: Limits.call_bytes (20) exceeded by tool call 'call_b'" in out.stderr
+
+
 @pytest.mark.parametrize("fmt, body", whole_call_bodies(), ids=["ollama", "gemini"])
 def test_twins_agree_on_whole_calls_at_every_limit(both, fmt, body):
     compact = len(orjson.dumps(orjson.loads(SENT_ARGUMENTS)))

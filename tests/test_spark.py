@@ -334,6 +334,11 @@ def test_limits_reach_the_workers(spark, tmp_path):
     assert len(rows) == len({r["line"] for r in rows})  # one call per stream
     assert any("Limits.calls" in e for r in rows for e in r["stream_errors"])
     assert any("Limits.call_bytes" in e for r in rows for e in r["stream_errors"])
+    for r in rows:  # each limit's error says where: its event in the stream's body
+        for e in r["stream_errors"]:
+            if e.startswith("limit"):
+                at = int(e.split(":", 1)[0].rsplit(" ", 1)[1])
+                assert bodies[r["line"]].encode()[at:].startswith(b"data: "), e
 
 
 def test_empty_dataframe(spark):
