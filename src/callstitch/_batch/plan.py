@@ -12,7 +12,7 @@ from . import settings
 from .containers import container, detect_reading
 from .sources import STDIN, Problem, expand, inner_name, sniff_compression
 from .jsonl import next_line
-from .split import SPLITTABLE, Splitter, by_cuts
+from .split import SPLITTABLE, Splitter, by_cuts, line_cap_of
 from .streams import first_cut
 from .task import Task
 
@@ -117,8 +117,9 @@ class Plan:
                 return
             glued = by_cuts(fmt, framing, head)
             split = f"{fmt}/{framing}/{'cuts' if glued else 'halts'}"
+            cap = line_cap_of(self._limits)
             locate: Callable[[Any, int], int] = lambda f, x: first_cut(  # noqa: E731
-                f, x, lambda: Splitter(fmt, framing, glued=glued), framing)
+                f, x, lambda: Splitter(fmt, framing, glued=glued, line_cap=cap), framing)
         elif kind == "jsonl":
             locate = next_line
         else:

@@ -37,6 +37,7 @@ from typing import Iterator
 import orjson
 
 from .._formats.registry import DEFAULT_FRAMING, TERMINATORS
+from .._limits import Limits, as_numbers
 from .._wire.framing import _IN_STRING, _STRUCTURE, EVENTSTREAM, JSONARRAY, JSONDOCS, NDJSON, SSE, choose, parse_headers
 
 __all__ = ["Splitter", "HOLD", "by_cuts"]
@@ -235,9 +236,11 @@ def _data_payload(line: bytes) -> bytes:
 class Splitter:
     """Cut a buffer of back-to-back responses of one format and framing into streams."""
 
-    def __init__(self, format: str, framing: str, *, errors: bool = False, glued: bool = True) -> None:
+    def __init__(self, format: str, framing: str, *, errors: bool = False, glued: bool = True,
+                 line_cap: int = 1 << 62) -> None:
         """errors: cut at OpenAI chat's in-band error events too; glued: the capture may glue responses
-        (by_cuts: else OpenAI chat's responses end where the Accumulator halts, which this then tells)."""
+        (by_cuts: else OpenAI chat's responses end where the Accumulator halts, which this then tells);
+        line_cap: Limits.event_bytes of the accumulators fed (line_cap_of)."""
         self.format = format
         needle = _NEEDLES.get(format)
         self._needle = needle
@@ -255,6 +258,12 @@ class Splitter:
         # break): a JSON array's cut falls just after a "]", inside a line, and a "]" there closes
         # no array (_scan_array). A range task that starts at such a cut says so (streams.read_body).
         self.at_line_start = True
+        # A line or event longer than this is not held whole to be looked into (SSE, NDJSON): the
+        # accumulators drop it as it streams past (Limits.event_bytes), and so the splitter lets it
+        # go too, so that its memory is bounded by the limits as theirs is. A terminator inside such
+        # a line or event makes no cut: the accumulators never see it either.
+        self._line_cap = line_cap + HOLD
+        self._mid_line = False  # the last scan let part of such a line go: its rest is not looked into
         # JSON documents back to back (JSONDOCS): where the scan stands in them, from the source's start.
         self._depth = 0
         self._in_string = False
@@ -315,6 +324,12 @@ class Splitter:
                 cuts.append(end)
             self._running = 0
             pos = end
+        if self._mid_line:  # the rest of an over-long line: no cut inside it, none looked for
+            end = _next_line_end(buf, pos)
+            if end < 0:
+                return cuts, n
+            self._mid_line = False
+            pos = end
         gemini = self.format == "gemini"
         by_id = self._by_id
         self._id_cut = -1  # where this scan last cut for a new id (a position in this buf)
@@ -335,6 +350,12 @@ class Splitter:
                         cuts.append(cut)
                         pos = floor = self._id_cut = cut
                         continue
+                if n - safe > self._line_cap:  # (one line: no line end after n - HOLD, or safe would be past it)
+                    last = max(buf.rfind(b"\n", safe), buf.rfind(b"\r", safe))
+                    if last < 0:  # still open: let it all go, and skip its rest in the next scans
+                        self._mid_line = True
+                        return cuts, n
+                    return cuts, last + 1  # (it ended within the last HOLD bytes: they are lines of their own)
                 return cuts, safe
             hit = m.start()
             if not self._context_ok(buf, hit, floor):
@@ -348,6 +369,9 @@ class Splitter:
                     pos = floor = self._id_cut = cut
                     continue
             e = self._event_end(buf, m.end(), final)
+            if e is None and not final and n - line_start > self._line_cap:
+                pos = m.end()  # its event is over the accumulators' limit: they drop it, terminator and all
+                continue
             if e is None and not final:
                 # Whatever follows the terminator with no blank line must not all be held: once it
                 # is known where the response ends (or that it does not), it is fed as it comes.
@@ -371,6 +395,9 @@ class Splitter:
                 if self._unglue and buf.count(b"data:", line_start, end) > 1:
                     end = _unglued_end(buf, line_start, end) or end  # (None only for an event still arriving)
             verdict = self._confirm(buf, line_start, end, final)
+            if verdict is None and n - line_start > self._line_cap:
+                # What would tell runs on past the accumulators' limit (they drop it): decided on what came.
+                verdict = self._confirm(buf, line_start, end, True)
             if verdict is None:  # more bytes are needed to decide
                 return cuts, line_start
             ok, end = verdict
@@ -680,6 +707,17 @@ class Splitter:
             if end < n or not final:  # (a response that ends where the read ends is cut there too)
                 cuts.append(end)
             pos = end
+
+
+def _next_line_end(buf: bytes, pos: int) -> int:
+    """Return where the first line end at or after pos is (its CR or LF), or -1."""
+    ends = [i for i in (buf.find(b"\n", pos), buf.find(b"\r", pos)) if i >= 0]
+    return min(ends) if ends else -1
+
+
+def line_cap_of(limits: Limits | None) -> int:
+    """Return Limits.event_bytes as a number (no limit: a number no line reaches)."""
+    return as_numbers(limits)[4]
 
 
 def _line_at(buf: bytes, at: int, final: bool) -> tuple[bytes, int] | None:

@@ -15,7 +15,7 @@ from .collect import Collector
 from .containers import detect_reading
 from .reads import Reads
 from .sources import Problem
-from .split import Splitter, _prelude_ok, by_cuts
+from .split import Splitter, _prelude_ok, by_cuts, line_cap_of
 from .task import Task
 
 
@@ -39,7 +39,8 @@ def read_body(task: Task, reader: Any, raw: Any, compression: str | None, out: C
         raw.seek(task.start)
     reads = Reads(reader, task.start, task.end)
     fmt, framing, cut, head = _split_spec(task, reads)
-    make = lambda: Splitter(fmt, framing, glued=cut)  # noqa: E731
+    cap = line_cap_of(task.limits)
+    make = lambda: Splitter(fmt, framing, glued=cut, line_cap=cap)  # noqa: E731
     start = task.start
     if start and not task.exact:
         start = first_cut(raw, start, make, framing)

@@ -1,0 +1,125 @@
+"""The batch splitter lets a line longer than Limits.event_bytes go by, as the accumulators do.
+
+To cut back-to-back responses the splitter kept the last line of each read back until it ended,
+so a line of 400 MiB with no line end took memory by its length in the splitter that plans the
+ranges of a large file (773 MB of RSS at -j 1 and -j 2, with --max-event-bytes 1M as without),
+where the accumulators drop it as it streams past. A line over the limit is now let go as well:
+what is held is bounded by the limit, and the output is what it was.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+from _formats import CALLS, build
+from _split import read_in_blocks
+from _streams import chunk, tool_delta
+from test_batch_damage import _peak_rss_mb
+
+import callstitch
+from callstitch import Limits
+from callstitch._batch import settings, split
+from callstitch._batch.split import Splitter
+
+LIMIT = 1 << 16  # Limits.event_bytes of these tests
+
+# What a long line is made of, per framing: nothing in it looks like any format's terminator.
+JUNK = {"sse": b"data: " + b"x" * 50, "ndjson": b'{"junk": "' + b"y" * 50}
+
+
+def chat(i: int) -> bytes:
+    return chunk([tool_delta(0, id=f"call_{i}", name="f", arguments='{"n": %d}' % i)]) + b"data: [DONE]\n\n"
+
+
+BODIES = {  # (format, framing): a function of i giving one response
+    ("openai-chat", "sse"): chat,
+    ("ollama", "ndjson"): lambda i: build("ollama", CALLS[i % 3:i % 3 + 1]),
+    ("anthropic", "sse"): lambda i: build("anthropic", CALLS[i % 3:i % 3 + 1]),
+    ("gemini", "sse"): lambda i: build("gemini", CALLS[i % 3:i % 3 + 1]).replace(
+        b"g1P6aZnMMZq5qtsPj9fyuQ8", b"response-%d" % i),  # (each response its own id, as servers send)
+}
+
+
+def source(fmt: str, framing: str, long: int, *, ended: bool = True) -> bytes:
+    """Three responses, a line of long bytes after the first (its end, ended or not), two more."""
+    make = BODIES[(fmt, framing)]
+    line = (JUNK[framing] * (long // len(JUNK[framing]) + 1))[:long]
+    return make(0) + line + (b"\n\n" if ended else b"") + make(1) + make(2)
+
+
+def run(path, fmt: str, **kwargs) -> tuple[list[dict], list[tuple]]:
+    problems: list[tuple] = []
+    records = list(callstitch.reassemble_many([str(path)], format=fmt, jobs=1, limits=Limits(event_bytes=LIMIT),
+                                              on_problem=lambda *p: problems.append(p), **kwargs))
+    return records, problems
+
+
+@pytest.mark.parametrize("fmt, framing", list(BODIES))
+@pytest.mark.parametrize("ended", [True, False], ids=["line-ended", "line-runs-on"])
+def test_a_line_over_the_limit_changes_nothing_but_memory(every_twin, tmp_path, monkeypatch, fmt, framing, ended):
+    # Small reads and ranges, so that the line crosses reads and range bounds (first_cut) alike.
+    monkeypatch.setattr(settings, "BLOCK", 1 << 14)
+    monkeypatch.setattr(settings, "RANGE", 1 << 17)
+    data = source(fmt, framing, 40 * LIMIT, ended=ended)
+    path = tmp_path / ("capture.sse" if framing == "sse" else "capture.ndjson")
+    path.write_bytes(data)
+    tracemalloc.start()
+    try:
+        records, problems = run(path, fmt)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # The reference: the splitter holding every line whole (the accumulators' limit as it is).
+    monkeypatch.setattr(split, "line_cap_of", lambda limits: 1 << 62)
+    monkeypatch.setattr(callstitch._batch.streams, "line_cap_of", lambda limits: 1 << 62)
+    monkeypatch.setattr(callstitch._batch.plan, "line_cap_of", lambda limits: 1 << 62)
+    tracemalloc.start()
+    try:
+        held_records, held_problems = run(path, fmt)
+        held_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert records == held_records and problems == held_problems
+    assert [r["id"] for r in records if r["id"]] == [r["id"] for r in held_records if r["id"]]
+    # The responses around the line gave their calls (a line that runs on swallows the next one's first line).
+    assert sum(1 for r in records if r["name"]) >= (3 if ended else 2)
+    assert any(p[4] == "limit" for p in problems)  # the line is reported, as the accumulators drop it
+    assert peak < 12 * LIMIT + (2 << 20), (peak, held_peak)  # the limit, reads, records; not the line
+    assert held_peak > 2 * len(data) // 3, held_peak  # (the test sees the difference)
+
+
+@pytest.mark.parametrize("framing", ["sse", "ndjson"])
+def test_the_splitter_holds_no_more_than_its_cap(framing):
+    fmt = "openai-chat" if framing == "sse" else "ollama"
+    data = source(fmt, framing, 50 * LIMIT)
+    capped, held = read_in_blocks(Splitter(fmt, framing, glued=True, line_cap=LIMIT), data, 4096)
+    whole, held_whole = read_in_blocks(Splitter(fmt, framing, glued=True), data, 4096)
+    assert capped == whole and len(capped) == 2  # (the last response's end is the data's: not listed)
+    assert held <= LIMIT + split.HOLD + 4096 < held_whole
+
+
+def test_a_terminator_inside_a_line_over_the_limit_makes_no_cut():
+    # The accumulators drop that line, its terminator with it: no cut the splitter finds there.
+    line = b"data: [DONE]" + b" " * (2 * LIMIT) + b"x\n\n"
+    data = chat(0)[:-len(b"data: [DONE]\n\n")] + line + chat(1)
+    cuts, held = read_in_blocks(Splitter("openai-chat", "sse", glued=True, line_cap=LIMIT), data, 4096)
+    assert cuts == [] and held <= LIMIT + split.HOLD + 4096
+
+
+@pytest.mark.usefixtures("every_twin")
+def test_the_cli_holds_a_long_line_by_the_limit_not_by_its_length(tmp_path):
+    path = tmp_path / "capture.sse"
+    with open(path, "wb") as f:
+        f.write(chat(0))
+        f.write(b"data: ")
+        for _ in range(200):
+            f.write(b"x" * (1 << 20))
+        f.write(b"\n\n" + chat(1))
+    for jobs in ("1", "2"):
+        rc, rss, err = _peak_rss_mb(str(path), "-j", jobs, "--max-event-bytes", "1M",
+                                    env={"CALLSTITCH_RANGE_BYTES": str(64 << 20)})
+        assert rc == 1, err
+        assert rss < 120, (jobs, rss)  # 773 MB for a 400 MiB line before; a base and the limit now
+        assert b"limit: Limits.event_bytes (1 MiB) exceeded by a line; the line is dropped" in err
+        assert b"2 calls" in err
