@@ -407,3 +407,37 @@ def test_ndjson_bodies_are_still_bodies(tmp_path):
     proc = cli(str(path))
     assert proc.returncode == 0, proc.stderr
     assert len(records(proc)) > 0
+
+
+def test_a_parcel_that_cannot_be_written_leaves_no_file_and_is_sent_whole(tmp_path, monkeypatch):
+    # Found by review: a failed write (a full disk) left the half-written file behind until the batch ended.
+    from callstitch._batch import pool
+    from callstitch._batch.task import Outcome, Task
+    big = Outcome(b"x" * (1 << 20), 0, 0, 0, {}, {}, [], 0, 0, 0, 0, "stream")
+    monkeypatch.setattr(pool, "run_safely", lambda task: big)
+    real = pool.tempfile.NamedTemporaryFile
+
+    class Full:
+        def __init__(self, **kwargs):
+            self.file = real(**kwargs)
+            self.name = self.file.name
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, data):
+            self.file.write(data[:4096])
+            self.file.flush()
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pool.tempfile, "NamedTemporaryFile", Full)
+    task = Task(str(tmp_path / "capture.sse"), "body", "auto", None, None, 0, None, 0, spill=str(tmp_path))
+    assert pool._run_in_pool(task) is big
+    assert [p.name for p in tmp_path.iterdir()] == []
+    monkeypatch.setattr(pool.tempfile, "NamedTemporaryFile", real)
+    parcel = pool._run_in_pool(task)  # (with room: a parcel, read back whole, its file then gone)
+    assert type(parcel) is pool.Parcel and pool._unpacked(task, parcel) == big
+    assert [p.name for p in tmp_path.iterdir()] == []

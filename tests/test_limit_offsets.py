@@ -12,6 +12,7 @@ import random
 import re
 import struct
 
+import orjson
 import pytest
 from _formats import CALLS, VARIANTS, build, format_of
 from _streams import chunk, finish, text_delta, tool_delta
@@ -135,3 +136,25 @@ def test_the_twins_agree_on_the_offsets(both):
         for limits in (Limits(call_bytes=20), Limits(stream_bytes=50), Limits(calls=1)):
             got = [impl.reassemble(body, format=format_of(variant), limits=limits).errors for impl in both]
             assert got[0] == got[1], (variant, limits)
+
+
+def test_a_limit_reached_as_the_stream_ends_has_no_offset(impl):
+    # Found by review: Anthropic's close hands over a tool block whose input came whole in its
+    # content_block_start and never got a content_block_stop; the limit reached there was put at
+    # the last event's offset (an unrelated text delta), not at none.
+    def event(name: str, obj: dict) -> bytes:
+        return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(obj) + b"\n\n"
+    body = (event("message_start", {"type": "message_start", "message": {
+                "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude"}})
+            + event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": "x" * 100}}})
+            + event("content_block_start", {"type": "content_block_start", "index": 1,
+                                            "content_block": {"type": "text", "text": ""}})
+            + event("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                            "delta": {"type": "text_delta", "text": "hi"}}))
+    for size in (None, 7):
+        acc = impl.Accumulator(format="anthropic", limits=Limits(call_bytes=20))
+        for start in range(0, len(body), size or len(body)):
+            acc.feed(body[start:start + (size or len(body))])
+        (error,) = [e for e in acc.finalize().errors if e.kind == "limit"]
+        assert "call_bytes" in error.detail and error.offset is None, (size, error)

@@ -30,7 +30,7 @@ def test_same_public_names():
 def test_the_in_package_names_are_the_protocols():
     assert IN_PACKAGE == ["admit_choice", "argument_room", "call_at", "calls_left", "choice_finished", "complete",
                           "custom_fragment", "cut_open", "event", "fragment", "halt_at_end", "halted", "identify",
-                          "keep_own", "own_budget", "spend", "text_length", "text_piece", "whole"]
+                          "keep_own", "no_event", "own_budget", "spend", "text_length", "text_piece", "whole"]
 
 
 def _parameters(fn):

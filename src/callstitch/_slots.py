@@ -499,6 +499,10 @@ class SlotBook:
         else:
             self._budget_spent(call_named(slot.id, slot.name))
 
+    def no_event(self) -> None:
+        """Say that what follows comes with no event of the stream (its end): a limit it reaches has no offset."""
+        self._event_at = -1
+
     def _where(self) -> int | None:
         """Return the stream offset of the event being handled, or None when no event is."""
         return self._event_at if self._event_at >= 0 else None

@@ -91,12 +91,16 @@ def _run_in_pool(task: Task) -> Outcome | Parcel:
     data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
     if len(data) <= _SENT_WHOLE:
         return outcome
+    # In the batch's temporary directory, which the parent deletes at the end: a file left by a
+    # worker killed before it sent its name goes with it.
+    path = None
     try:
-        # In the batch's temporary directory, which the parent deletes at the end: a file left by
-        # a worker killed before it sent its name goes with it.
         with tempfile.NamedTemporaryFile(dir=task.spill, prefix="outcome-", delete=False) as f:
+            path = f.name
             f.write(data)
     except OSError:  # (no room for it) sent whole, as before parcels: only a death partway through may hang
+        if path is not None:
+            _unlink(path)
         return outcome
     return Parcel(f.name)
 
@@ -110,11 +114,15 @@ def _unpacked(task: Task, parcel: Parcel) -> Outcome:
         return failed(task, "internal error", f"the result of {bytes_of(task)} could not be read back from "
                                                f"{parcel.path!r} ({type(exc).__name__}: {exc}); it is not in the output")
     finally:
-        try:
-            os.unlink(parcel.path)
-        except OSError:
-            pass
+        _unlink(parcel.path)
     return outcome
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _alone(task: Task) -> Outcome:

@@ -190,4 +190,5 @@ def close(acc: Sink, state: StreamState) -> None:
     """Let the format adapter hand over what it still holds, before the result is built."""
     closer = CLOSERS.get(state.format)
     if closer is not None:
+        acc.no_event()  # (what it hands over now came with the events before: a limit it reaches is at none)
         closer(acc, state)

@@ -103,6 +103,9 @@ class Sink(Protocol):
     def complete(self, choice: int | None, index: int | None) -> None:
         """Hand over the calls the protocol just closed: one (choice, index), a whole choice (index None), or all."""
 
+    def no_event(self) -> None:
+        """Say that what follows comes with no event of the stream (its end): a limit it reaches has no offset."""
+
 
 class EventSink(Sink, Protocol):
     """What a framer other than the twin's own SSE framing (NDJSON, AWS event stream, JSON array) hands events to.
