@@ -123,3 +123,72 @@ def test_the_cli_holds_a_long_line_by_the_limit_not_by_its_length(tmp_path):
         assert rss < 120, (jobs, rss)  # 773 MB for a 400 MiB line before; a base and the limit now
         assert b"limit: Limits.event_bytes (1 MiB) exceeded by a line; the line is dropped" in err
         assert b"2 calls" in err
+
+
+# -- found by review of 58ad92b -------------------------------------------------------------------
+
+def _chunk_line(response: str, delta: dict, finish: str | None = None) -> bytes:
+    """One OpenAI chat chunk as a JSON line (its id first, as the SDKs write it)."""
+    import json
+    return json.dumps({"id": response, "object": "chat.completion.chunk",
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).encode() + b"\n"
+
+
+def _call_lines(response: str, n: int) -> bytes:
+    return (_chunk_line(response, {"tool_calls": [{"index": 0, "id": f"call_{n}", "type": "function",
+                                                   "function": {"name": "f", "arguments": '{"n": '}}]})
+            + _chunk_line(response, {"tool_calls": [{"index": 0, "function": {"arguments": f"{n}}}"}}]})
+            + _chunk_line(response, {}, "tool_calls"))
+
+
+def test_a_new_id_just_after_a_long_line_that_ends_in_a_read_is_cut_there():
+    # The long line ended within the last HOLD bytes of a read, and the id check stopped at its
+    # start: the next response's first line was passed over, and cut one line late.
+    block = 1 << 18
+    head = _chunk_line("r0", {"content": "hello"})
+    nxt = _call_lines("r1", 1)
+    first = len(nxt.split(b"\n")[0]) + 1
+    filler = _chunk_line("r0", {"content": ""})
+    # The long line ends 250 bytes before the first read does, the next response's first line within it.
+    long0 = filler.replace(b'"content": ""', b'"content": "' + b"x" * (block - 250 - len(head) - len(filler)) + b'"')
+    data = head + long0 + nxt + _call_lines("r2", 2)
+    assert len(head) + len(long0) == block - 250 and first <= 250
+    for size in (block, 4096, 1000):
+        capped, _ = read_in_blocks(Splitter("openai-chat", "ndjson", glued=True, line_cap=LIMIT), data, size)
+        whole, _ = read_in_blocks(Splitter("openai-chat", "ndjson", glued=True), data, size)
+        assert capped == whole == [len(head) + len(long0), len(head) + len(long0) + len(nxt)], size
+
+
+@pytest.mark.parametrize("layout", ["glued-sse", "json-lines"])
+def test_a_response_whose_first_event_is_over_the_limit_is_cut_as_with_the_cap_off(every_twin, tmp_path,
+                                                                                    monkeypatch, layout):
+    # glued-sse: "data: [DONE]" glued to the next response's first data line, which is over the
+    # limit: the cap's check ran before the one for a glued response, and the two were merged (a good
+    # call read as truncated). json-lines: a response opening with an over-limit line was cut at a
+    # place that depended on the reads and the ranges.
+    if layout == "glued-sse":
+        def response(i: int, pad: int = 0) -> bytes:
+            return (chunk([tool_delta(0, id=f"call_{i}", name="f", arguments='{"n": %d, "pad": "%s"}' % (i, "x" * pad))])
+                    + b"data: [DONE]\n")  # (glued: no blank line after it)
+        data = response(0) + response(1, 3 << 20) + response(2)
+        path = tmp_path / "glued.sse"
+    else:
+        big = _chunk_line("r1", {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {
+            "name": "f", "arguments": '{"pad": "' + "x" * (3 * LIMIT) + '", '}}]})
+        data = _call_lines("r0", 0) + big + _chunk_line("r1", {"tool_calls": [{"index": 0, "function": {
+            "arguments": '"n": 1}'}}]}) + _chunk_line("r1", {}, "tool_calls") + _call_lines("r2", 2)
+        path = tmp_path / "chat.jsonl"
+    path.write_bytes(data)
+    runs = []
+    for block, range_bytes in ((4 << 20, 64 << 20), (1 << 20, 64 << 20), (1 << 14, 1 << 17), (LIMIT, 3 * LIMIT)):
+        monkeypatch.setattr(settings, "BLOCK", block)
+        monkeypatch.setattr(settings, "RANGE", range_bytes)
+        runs.append(run(path, "openai-chat"))
+    for module in (split, callstitch._batch.streams, callstitch._batch.plan):
+        monkeypatch.setattr(module, "line_cap_of", lambda limits: 1 << 62)
+    held = run(path, "openai-chat")
+    assert all(r == held for r in runs), [(r[0], r[1]) for r in runs + [held]]
+    records, problems = held
+    assert [(r["stream"], r["id"], r["arguments"]["n"]) for r in records if r["id"] in ("call_0", "call_2")] == [
+        (0, "call_0", 0), (2, "call_2", 2)]
+    assert any(p[2] == 1 and p[4] == "limit" for p in problems)

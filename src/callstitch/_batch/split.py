@@ -264,10 +264,13 @@ class Splitter:
         # a line or event makes no cut: the accumulators never see it either.
         self._line_cap = line_cap + HOLD
         self._mid_line = False  # the last scan let part of such a line go: its rest is not looked into
+        # Whether the scan stands where a response may begin (the input's start, or a cut), and
+        # where the JSON body being passed ends, when one came there instead of events (SSE only:
+        # _lone_values). A range task's first_cut, which starts to look inside a response, says False.
+        self.at_response_start = True
+        self._value: ValueEnd | None = None
         # JSON documents back to back (JSONDOCS): where the scan stands in them, from the source's start.
-        self._depth = 0
-        self._in_string = False
-        self._escape = False  # the last byte scanned was a backslash inside a string
+        self._document = ValueEnd()
         self._documents = 0   # documents begun so far
 
     def _set_framing(self, framing: str) -> None:
@@ -322,6 +325,7 @@ class Splitter:
                     return cuts, n - _BLANK_HELD
             if self._running != _PASS and (end < n or not final):
                 cuts.append(end)
+                self.at_response_start = True
             self._running = 0
             pos = end
         if self._mid_line:  # the rest of an over-long line: no cut inside it, none looked for
@@ -339,23 +343,30 @@ class Splitter:
         # is inside a line, and a line start looked for from there would be no line's start).
         floor = pos
         while True:
+            if self.at_response_start or self._value is not None:
+                went = self._lone_values(buf, pos, final, cuts)
+                if went < 0:
+                    return cuts, n
+                pos = floor = went
             m = _next_hit(needles, found, buf, pos)
             if m is None:
                 # Keep the last line back (a terminator may be cut by the read): the next
                 # scan then starts at a line start, where the context checks hold.
                 safe = n if final else _line_start(buf, max(pos, n - HOLD), floor)
-                if by_id:
+                open_line = False
+                if n - safe > self._line_cap:  # (one line: no line end after n - HOLD, or safe would be past it)
+                    last = max(buf.rfind(b"\n", safe), buf.rfind(b"\r", safe))
+                    # Still open: let it all go, and skip its rest in the next scans; else it ended
+                    # within the last HOLD bytes, and the lines after it are held as any are.
+                    safe, open_line = (n, True) if last < 0 else (last + 1, False)
+                if by_id:  # (up to where it is let go: a new id may open the long line, or a line after it)
                     cut = self._new_id(buf, pos, safe)
                     if cut is not None:
                         cuts.append(cut)
                         pos = floor = self._id_cut = cut
+                        self.at_response_start = True
                         continue
-                if n - safe > self._line_cap:  # (one line: no line end after n - HOLD, or safe would be past it)
-                    last = max(buf.rfind(b"\n", safe), buf.rfind(b"\r", safe))
-                    if last < 0:  # still open: let it all go, and skip its rest in the next scans
-                        self._mid_line = True
-                        return cuts, n
-                    return cuts, last + 1  # (it ended within the last HOLD bytes: they are lines of their own)
+                self._mid_line = open_line
                 return cuts, safe
             hit = m.start()
             if not self._context_ok(buf, hit, floor):
@@ -367,11 +378,9 @@ class Splitter:
                 if cut is not None:
                     cuts.append(cut)
                     pos = floor = self._id_cut = cut
+                    self.at_response_start = True
                     continue
             e = self._event_end(buf, m.end(), final)
-            if e is None and not final and n - line_start > self._line_cap:
-                pos = m.end()  # its event is over the accumulators' limit: they drop it, terminator and all
-                continue
             if e is None and not final:
                 # Whatever follows the terminator with no blank line must not all be held: once it
                 # is known where the response ends (or that it does not), it is fed as it comes.
@@ -385,6 +394,9 @@ class Splitter:
                         self._running = _CONFIRM
                     elif gemini and self.framing == SSE and _chunk_then_more(buf, line_start, n):
                         self._running = _PASS
+                    elif n - line_start > self._line_cap:
+                        pos = m.end()  # its event is over the accumulators' limit: they drop it, terminator and all
+                        continue
                     else:
                         return cuts, line_start  # (unended: a glued capture's, GLUE_GAP past its data line at most)
                     return cuts, max(m.end(), n - _BLANK_HELD)
@@ -408,6 +420,38 @@ class Splitter:
             if ok and (end < n or not final):
                 cuts.append(end)
                 self._id = None
+                self.at_response_start = True
+
+    def _lone_values(self, buf: bytes, pos: int, final: bool, cuts: list[int]) -> int:
+        """Cut after each JSON body that comes where a response begins; return where the events begin, or -1.
+
+        Over SSE a server that fails sends a JSON body instead of a stream (an error; compact or
+        pretty-printed), and a log may hold a response not streamed: either is a response of its
+        own, ending where its value closes. Read on as events, it took the next response in too,
+        and gave it the error. -1: nothing but that value and blanks in buf (all may be fed).
+        """
+        if self.framing != SSE:
+            self.at_response_start = False
+            return pos
+        n = len(buf)
+        while True:
+            if self._value is None:
+                m = _CONTENT.search(buf, pos)
+                if m is None:
+                    return -1  # (blanks: the next content may still begin a value)
+                at = m.start()
+                if buf[at] != 0x7B or not (at == pos or buf[at - 1] in b"\r\n"):
+                    self.at_response_start = False
+                    return pos  # events: the scan goes on by the framing's rules
+                self._value = ValueEnd()
+                pos = at
+            end = self._value.end(buf, pos, n)
+            if end < 0:
+                return -1
+            self._value = None
+            if end < n or not final:
+                cuts.append(end)
+            pos = end
 
     def _event_end(self, buf: bytes, pos: int, final: bool) -> re.Match | None:
         """Return the first event end at or after pos: a blank line over SSE, a line end over NDJSON.
@@ -524,6 +568,9 @@ class Splitter:
                     self._id = value
                     continue
                 cache[3] = i  # (asked again from that cut, this id is the first looked at)
+                # The id is the current one from its cut on, even if no call from the cut looks at it
+                # again (the scan may hold the line that carries it back for the next read).
+                self._id = value
                 # (at pos itself when the scan resumed there: the bytes before went to the response before)
                 return start
         cache[3] = len(ids)
@@ -587,42 +634,20 @@ class Splitter:
         """
         cuts: list[int] = []
         n = len(buf)
-        depth, in_string = self._depth, self._in_string
-        if self._escape and pos < n:
-            self._escape = False
-            pos += 1
+        document = self._document
         while True:
-            if not depth:
-                self._depth, self._in_string = 0, False
+            if not document.depth:
                 went = self._between(buf, pos, final, cuts)
                 if isinstance(went, tuple):
                     return went
                 if went < 0:
-                    if n:
-                        self.at_line_start = buf[n - 1] in b"\r\n"
-                    return cuts, n
-                pos, depth = went, 1
+                    break
+                pos = went
+                document.depth = 1
                 continue
-            m = (_IN_STRING if in_string else _STRUCTURE).search(buf, pos)
-            if m is None:
+            pos = document.end(buf, pos, n)
+            if pos < 0:
                 break
-            pos = m.end()
-            byte = buf[pos - 1]
-            if in_string:
-                if byte == 0x5C:  # a backslash: the next byte is escaped, even in the next read
-                    if pos == n:
-                        self._escape = True
-                        break
-                    pos += 1
-                else:
-                    in_string = False
-            elif byte == 0x22:
-                in_string = True
-            elif byte in (0x7B, 0x5B):
-                depth += 1
-            else:
-                depth -= 1
-        self._depth, self._in_string = depth, in_string
         if n:
             self.at_line_start = buf[n - 1] in b"\r\n"
         return cuts, n
@@ -707,6 +732,52 @@ class Splitter:
             if end < n or not final:  # (a response that ends where the read ends is cut there too)
                 cuts.append(end)
             pos = end
+
+
+class ValueEnd:
+    """Find where a JSON value (an object or array) ends, in the bytes it comes in, read by read.
+
+    Only its structure is followed: the depth, and whether a string is open (or a backslash in
+    one ended the last read), so no brace inside a string is taken for an end.
+    """
+
+    __slots__ = ("depth", "in_string", "escape")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escape = False
+
+    def end(self, buf: bytes | memoryview, pos: int, n: int) -> int:
+        """Read buf[pos:n] on; return just past the byte that closes the value (depth 0 again), or -1."""
+        if self.escape and pos < n:
+            self.escape = False
+            pos += 1
+        depth, in_string = self.depth, self.in_string
+        while True:
+            m = (_IN_STRING if in_string else _STRUCTURE).search(buf, pos, n)
+            if m is None:
+                self.depth, self.in_string = depth, in_string
+                return -1
+            pos = m.end()
+            byte = buf[pos - 1]
+            if in_string:
+                if byte == 0x5C:  # a backslash: the next byte is escaped, even in the next read
+                    if pos == n:
+                        self.depth, self.in_string, self.escape = depth, in_string, True
+                        return -1
+                    pos += 1
+                else:
+                    in_string = False
+            elif byte == 0x22:
+                in_string = True
+            elif byte in (0x7B, 0x5B):
+                depth += 1
+            else:
+                depth -= 1
+                if not depth:
+                    self.depth, self.in_string = 0, False
+                    return pos
 
 
 def _next_line_end(buf: bytes, pos: int) -> int:

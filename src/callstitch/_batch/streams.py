@@ -15,7 +15,7 @@ from .collect import Collector
 from .containers import detect_reading
 from .reads import Reads
 from .sources import Problem
-from .split import Splitter, _prelude_ok, by_cuts, line_cap_of
+from .split import Splitter, ValueEnd, _prelude_ok, by_cuts, line_cap_of
 from .task import Task
 
 
@@ -113,6 +113,7 @@ def first_cut(f: Any, x: int, make: Callable[[], Splitter], framing: str) -> int
         nl = data.find(b"\n")
         skip = nl + 1 if nl >= 0 else 0
         splitter.at_line_start = nl >= 0
+        splitter.at_response_start = False  # (inside a response, perhaps inside a JSON body: no "{" there starts one)
         data = data[skip:]
         lo += skip
     base, tail = lo, b""
@@ -248,6 +249,12 @@ class _Halts:
     truncated while mapped kills the process with SIGBUS at the next access; compressed blocks
     are decoded straight into it (README, Batch, has the figures). Used for OpenAI chat's SSE,
     where both twins halt right after [DONE] (unless the capture glues responses: split.by_cuts).
+
+    A response that opens with a "{" instead of an event is one JSON body (an error body a
+    server sent instead of a stream, or a response not streamed; compact or pretty-printed), and
+    ends where that value closes: an accumulator framing it as JSON never halts, and read on, it
+    took the next response in too, reading its events as JSON (a "malformed chunk" each) and
+    giving it the error.
     """
 
     def __init__(self, head: bytes, fmt: str, limits: Any) -> None:
@@ -255,6 +262,7 @@ class _Halts:
         self._store = bytearray(settings.BLOCK)
         self._fmt = fmt
         self._limits = limits
+        self._value: ValueEnd | None = None  # where the JSON body being fed ends, for a response that is one
 
     def read(self, reads: Reads) -> tuple[memoryview, int]:
         """Return the next block and its length."""
@@ -280,7 +288,14 @@ class _Halts:
         """Feed acc a piece from p; return (where it stopped, whether its response ended)."""
         if fresh:
             read_as_sse(acc, mv, p)
+            self._value = ValueEnd() if mv[p] == 0x7B else None
         upto = min(safe, p + settings.FEED)  # bounded pieces: what a feed copies stays small
+        if self._value is not None:
+            end = self._value.end(mv, p, upto)
+            if end >= 0:
+                acc.feed(mv[p:end])
+                self._value = None
+                return end, True
         acc.feed(mv[p:upto])
         used = acc.halted()
         if used < 0:
