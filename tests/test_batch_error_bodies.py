@@ -99,3 +99,46 @@ def test_the_cli_reports_the_error_once_at_its_stream(tmp_path):
     assert out.stderr == (f"callstitch: {path} (stream 1, byte {len(first)}): in-band error: overloaded_error: "
                           "Overloaded {not a brace}\n")
     assert [json.loads(line)["stream"] for line in out.stdout.splitlines()] == [0, 2]
+
+
+# -- found by review of 3d1ffb7 -------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", ["openai-chat", "anthropic", "gemini"])
+@pytest.mark.parametrize("cut", ["in-a-string", "between-keys"])
+def test_a_body_cut_short_ends_where_the_events_resume(every_twin, tmp_path, monkeypatch, variant, cut):
+    # A truncated error body never closes: passed by its structure alone, it took every response
+    # after it (2,000 Anthropic responses gave 1 call; the response after it alone was lost before).
+    body = (b'{"type": "error", "error": {"type": "overloaded_error", "message": "Overl\n' if cut == "in-a-string"
+            else b'{\n  "error": {\n    "message": "Rate limit",\n')
+    first = response(variant, 0)
+    path = tmp_path / "capture.sse"
+    path.write_bytes(first + body + b"".join(response(variant, i) for i in range(1, 6)))
+    clean = tmp_path / "clean.sse"
+    clean.write_bytes(first + b"".join(response(variant, i) for i in range(1, 6)))
+    expected, _ = run(clean, fmt_of(variant))
+    for block, range_bytes in ((4 << 20, 64 << 20), (256, 700), (64, 300)):
+        monkeypatch.setattr(settings, "BLOCK", block)
+        monkeypatch.setattr(settings, "RANGE", range_bytes)
+        records, problems = run(path, fmt_of(variant))
+        assert [(r["stream"], r["id"], r["arguments"]) for r in records] == [
+            (r["stream"] + (r["stream"] > 0), r["id"], r["arguments"]) for r in expected], (block, range_bytes)
+        assert problems and {stream for stream, _, _ in problems} == {1}, problems
+
+
+@pytest.mark.parametrize("variant", ["openai-chat", "anthropic"])
+def test_a_body_glued_on_a_terminator_is_its_own_stream_wherever_the_ranges_end(every_twin, tmp_path, monkeypatch,
+                                                                                 variant):
+    # A capture that glues each response on the line after its terminator: the whole-file scan cut
+    # before the body only because it saw the next response's data line after it; a range task
+    # ending at the body's end did not, and took the body for more of the terminator's event.
+    def glued(i: int) -> bytes:
+        one = response(variant, i)
+        return one[:-1] if one.endswith(b"\n\n") else one
+    error = json.dumps(ERRORS[variant]).encode() + b"\n"
+    path = tmp_path / "glued.sse"
+    path.write_bytes(glued(0) + error + b"".join(glued(i) for i in range(1, 4)))
+    whole = run(path, fmt_of(variant))
+    assert [r["stream"] for r in whole[0]] == [0, 2, 3, 4] and {p[0] for p in whole[1]} == {1}, whole
+    for range_bytes in range(200, 3000, 97):
+        monkeypatch.setattr(settings, "RANGE", range_bytes)
+        assert run(path, fmt_of(variant)) == whole, range_bytes

@@ -291,7 +291,7 @@ class _Halts:
             self._value = ValueEnd() if mv[p] == 0x7B else None
         upto = min(safe, p + settings.FEED)  # bounded pieces: what a feed copies stays small
         if self._value is not None:
-            end = self._value.end(mv, p, upto)
+            end = self._value.body_end(mv, p, upto)
             if end >= 0:
                 acc.feed(mv[p:end])
                 self._value = None
