@@ -142,3 +142,18 @@ def test_a_body_glued_on_a_terminator_is_its_own_stream_wherever_the_ranges_end(
     for range_bytes in range(200, 3000, 97):
         monkeypatch.setattr(settings, "RANGE", range_bytes)
         assert run(path, fmt_of(variant)) == whole, range_bytes
+
+
+@pytest.mark.parametrize("variant", ["openai-chat", "anthropic"])
+def test_a_body_indented_on_its_line_is_a_stream_of_its_own_in_both_paths(every_twin, tmp_path, monkeypatch, variant):
+    # The splitter took a "{" for a body only at its line's start, the halting path (OpenAI chat)
+    # after any blanks: the two now agree, and so do range tasks, whose ends the splitter finds.
+    first = response(variant, 0)
+    path = tmp_path / "capture.sse"
+    path.write_bytes(first + b"  \t" + json.dumps(ERRORS[variant]).encode() + b"\n" + response(variant, 1)
+                     + response(variant, 2))
+    whole = run(path, fmt_of(variant))
+    assert [r["stream"] for r in whole[0]] == [0, 2, 3] and {p[:2] for p in whole[1]} == {(1, len(first) + 3)}
+    for range_bytes in range(200, 2000, 61):
+        monkeypatch.setattr(settings, "RANGE", range_bytes)
+        assert run(path, fmt_of(variant)) == whole, range_bytes

@@ -127,18 +127,12 @@ def test_a_worker_killed_while_it_sends_a_result_back_loses_nothing(tmp_path):
     torn.write_bytes(open(paths[0], "rb").read())
     inputs = paths[:2] + [str(torn)] + paths[2:]
     clean = cli(*inputs, "-j", "1")  # (no fault without the hook)
-    proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", *inputs, "-j", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, **faulty_env(tmp_path)}, start_new_session=True)
+    proc = _cli_in_session(*inputs, "-j", "2", env=faulty_env(tmp_path))
     try:
         out, err = proc.communicate(timeout=60)
     finally:
         _kill_all(proc)
-    text = err.decode()
-    assert "Traceback" not in text, text
-    assert proc.returncode == 1, text
-    assert "a worker process died (killed, or out of memory)" in text
-    assert out == clean.stdout
+    _death_reported(proc, out, err, clean)
 
 
 def test_a_task_that_raises_is_reported_and_the_rest_finishes(tmp_path):
@@ -154,6 +148,21 @@ def test_a_task_that_raises_is_reported_and_the_rest_finishes(tmp_path):
         assert "Traceback" not in err
         assert f"{cursed}: internal error: RecursionError: maximum recursion depth exceeded" in err
         assert proc.stdout == clean.stdout
+
+
+def _cli_in_session(*args: str, env: dict | None = None) -> subprocess.Popen:
+    """Start the CLI in a session of its own: _kill_all then reaches every worker a hung run leaves."""
+    return subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, start_new_session=True)
+
+
+def _death_reported(proc: subprocess.Popen, out: bytes, err: bytes, clean: subprocess.CompletedProcess) -> None:
+    """Check that a run a worker died in reported it, without a traceback, and wrote what -j 1 writes."""
+    text = err.decode()
+    assert "Traceback" not in text, text
+    assert proc.returncode == 1, text
+    assert "a worker process died (killed, or out of memory)" in text
+    assert out == clean.stdout
 
 
 def _kill_all(proc: subprocess.Popen) -> None:
@@ -268,8 +277,7 @@ def test_a_worker_killed_from_outside_loses_nothing(tmp_path):
     # kill -9 of a busy worker: its tasks run again, the output is what -j 1 writes.
     paths = write_sources(tmp_path, n=12, responses=150)
     clean = cli(*paths, "-j", "1")
-    proc = subprocess.Popen([sys.executable, "-m", "callstitch", "reassemble", *paths, "-j", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = _cli_in_session(*paths, "-j", "2")
     try:
         victims: list[int] = []
         deadline = time.monotonic() + 60
@@ -280,11 +288,7 @@ def test_a_worker_killed_from_outside_loses_nothing(tmp_path):
         out, err = proc.communicate(timeout=120)
     finally:
         _kill_all(proc)
-    text = err.decode()
-    assert "Traceback" not in text, text
-    assert proc.returncode == 1, text
-    assert "a worker process died (killed, or out of memory)" in text
-    assert out == clean.stdout
+    _death_reported(proc, out, err, clean)
 
 
 # -- 3. an output that cannot be written -----------------------------------------------------------

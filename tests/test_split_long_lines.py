@@ -55,6 +55,21 @@ def run(path, fmt: str, **kwargs) -> tuple[list[dict], list[tuple]]:
     return records, problems
 
 
+def traced(path, fmt: str) -> tuple[tuple[list[dict], list[tuple]], int]:
+    """Return what run() returns and the peak of the Python memory it took."""
+    tracemalloc.start()
+    try:
+        return run(path, fmt), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def cap_off(monkeypatch) -> None:
+    """Make every splitter hold each line whole, as before 58ad92b (the accumulators' limit as it is)."""
+    for module in (split, callstitch._batch.streams, callstitch._batch.plan):
+        monkeypatch.setattr(module, "line_cap_of", lambda limits: 1 << 62)
+
+
 @pytest.mark.parametrize("fmt, framing", list(BODIES))
 @pytest.mark.parametrize("ended", [True, False], ids=["line-ended", "line-runs-on"])
 def test_a_line_over_the_limit_changes_nothing_but_memory(every_twin, tmp_path, monkeypatch, fmt, framing, ended):
@@ -64,22 +79,9 @@ def test_a_line_over_the_limit_changes_nothing_but_memory(every_twin, tmp_path, 
     data = source(fmt, framing, 40 * LIMIT, ended=ended)
     path = tmp_path / ("capture.sse" if framing == "sse" else "capture.ndjson")
     path.write_bytes(data)
-    tracemalloc.start()
-    try:
-        records, problems = run(path, fmt)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    # The reference: the splitter holding every line whole (the accumulators' limit as it is).
-    monkeypatch.setattr(split, "line_cap_of", lambda limits: 1 << 62)
-    monkeypatch.setattr(callstitch._batch.streams, "line_cap_of", lambda limits: 1 << 62)
-    monkeypatch.setattr(callstitch._batch.plan, "line_cap_of", lambda limits: 1 << 62)
-    tracemalloc.start()
-    try:
-        held_records, held_problems = run(path, fmt)
-        held_peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    (records, problems), peak = traced(path, fmt)
+    cap_off(monkeypatch)  # the reference: the splitter holding every line whole
+    (held_records, held_problems), held_peak = traced(path, fmt)
     assert records == held_records and problems == held_problems
     assert [r["id"] for r in records if r["id"]] == [r["id"] for r in held_records if r["id"]]
     # The responses around the line gave their calls (a line that runs on swallows the next one's first line).
@@ -184,8 +186,7 @@ def test_a_response_whose_first_event_is_over_the_limit_is_cut_as_with_the_cap_o
         monkeypatch.setattr(settings, "BLOCK", block)
         monkeypatch.setattr(settings, "RANGE", range_bytes)
         runs.append(run(path, "openai-chat"))
-    for module in (split, callstitch._batch.streams, callstitch._batch.plan):
-        monkeypatch.setattr(module, "line_cap_of", lambda limits: 1 << 62)
+    cap_off(monkeypatch)
     held = run(path, "openai-chat")
     assert all(r == held for r in runs), [(r[0], r[1]) for r in runs + [held]]
     records, problems = held

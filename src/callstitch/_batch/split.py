@@ -340,11 +340,11 @@ class Splitter:
             self._running = 0
             pos = end
         if self._mid_line:  # the rest of an over-long line: no cut inside it, none looked for
-            end = _next_line_end(buf, pos)
-            if end < 0:
+            e = _LINE_END.search(buf, pos)
+            if e is None:
                 return cuts, n
             self._mid_line = False
-            pos = end
+            pos = e.start()
         gemini = self.format == "gemini"
         by_id = self._by_id
         self._id_cut = -1  # where this scan last cut for a new id (a position in this buf)
@@ -451,7 +451,7 @@ class Splitter:
                 if m is None:
                     return -1  # (blanks: the next content may still begin a value)
                 at = m.start()
-                if buf[at] != 0x7B or not (at == pos or buf[at - 1] in b"\r\n"):
+                if buf[at] != 0x7B:  # (what comes before it on its line is blank: as _Halts.feed tells one)
                     self.at_response_start = False
                     return pos  # events: the scan goes on by the framing's rules
                 self._value = ValueEnd()
@@ -809,12 +809,6 @@ class ValueEnd:
                 if not depth:
                     self.depth, self.in_string = 0, False
                     return pos
-
-
-def _next_line_end(buf: bytes, pos: int) -> int:
-    """Return where the first line end at or after pos is (its CR or LF), or -1."""
-    ends = [i for i in (buf.find(b"\n", pos), buf.find(b"\r", pos)) if i >= 0]
-    return min(ends) if ends else -1
 
 
 def line_cap_of(limits: Limits | None) -> int:
