@@ -13,12 +13,17 @@ part of it gzipped), then measures, each CLI run in its own process tree:
     python benchmarks/batch.py                  # ~2 GB, a few minutes
     python benchmarks/batch.py --gigabytes 5
     python benchmarks/batch.py --quick          # ~0.3 GB
+    python benchmarks/batch.py --format anthropic   # another format's responses (any of workload.FORMATS)
+
+OpenAI chat responses end in a `[DONE]` line, which the splitter cuts at; other formats end in an
+event of their own (Anthropic's `message_stop`) or in none, and are cut where the next one starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -52,6 +57,23 @@ def cli(args: list[str]) -> tuple[int, float, float, float]:
     return int(rc), float(wall), int(rss) / 1024, float(cpu)
 
 
+def check_cli(pairs: list[tuple[bytes, list]], root: str) -> None:
+    """Stop unless the CLI gives, stream by stream, the calls each response must give (before anything is timed)."""
+    path = os.path.join(root, "check.sse")
+    with open(path, "wb") as f:
+        f.write(b"".join(body for body, _ in pairs))
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", "--quiet", path],
+                         capture_output=True, check=True).stdout
+    got: dict[int, list] = {}
+    for line in out.splitlines():
+        record = json.loads(line)
+        got.setdefault(record["stream"], []).append((record["id"], record["name"], record["arguments"]))
+    expected = {k: [(c.id, c.name, c.arguments) for c in calls] for k, (_, calls) in enumerate(pairs)}
+    if got != {k: v for k, v in expected.items() if v}:
+        raise SystemExit(f"the CLI is WRONG on the workload: {len(got)} streams with calls, {len(pairs)} expected")
+    os.remove(path)
+
+
 def library_speed(bodies: list[bytes], fmt: str, seconds: float = 3.0) -> tuple[float, float]:
     """Return (MB/s of wall time, MB per CPU second) of reassemble() over the responses, best passes."""
     size = sum(map(len, bodies))
@@ -67,9 +89,13 @@ def library_speed(bodies: list[bytes], fmt: str, seconds: float = 3.0) -> tuple[
             return best, best_cpu
 
 
-def write_workload(root: str, gigabytes: float) -> tuple[str, list[bytes], int]:
+def responses(fmt: str) -> list[tuple[bytes, list]]:
+    """Return the 600 distinct responses the workload repeats, each with the calls it must give."""
+    return workload.responses(600, seed=5) if fmt == "openai-chat" else workload.format_responses(fmt, 600, seed=5)
+
+
+def write_workload(root: str, gigabytes: float, pairs: list[tuple[bytes, list]]) -> tuple[str, list[bytes], int]:
     """Write the workload; return (the plain back-to-back file, the responses, total bytes)."""
-    pairs = workload.responses(600, seed=5)
     bodies = [b for b, _ in pairs]
     blob = b"".join(bodies)
     total = int(gigabytes * 1e9)
@@ -94,6 +120,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gigabytes", type=float, default=2.0, help="workload size (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="0.3 GB")
+    parser.add_argument("--format", default="openai-chat", choices=["openai-chat", *workload.FORMATS],
+                        help="the responses' wire format (default: %(default)s)")
     parser.add_argument("--dir", help="where to write the workload (default: a temporary directory)")
     args = parser.parse_args()
     gigabytes = 0.3 if args.quick else args.gigabytes
@@ -102,21 +130,23 @@ def main() -> None:
         print(f"callstitch {callstitch.__version__} ({callstitch.IMPLEMENTATION}), Python {sys.version.split()[0]}, "
               f"{os.cpu_count()} cores")
         t = time.perf_counter()
-        big, bodies, total = write_workload(root, gigabytes)
+        pairs = responses(args.format)
+        check_cli(pairs, root)
+        big, bodies, total = write_workload(root, gigabytes, pairs)
         big_size = os.path.getsize(big)
         print(f"workload: {total / 1e9:.2f} GB of responses ({len(bodies)} distinct, "
               f"{sum(map(len, bodies)) / len(bodies) / 1e3:.0f} KB each) in {root}, "
               f"written in {time.perf_counter() - t:.1f} s; the plain file: {big_size / 1e9:.2f} GB")
 
-        (named, named_cpu), (auto, auto_cpu) = library_speed(bodies, "openai-chat"), library_speed(bodies, "auto")
+        (named, named_cpu), (auto, auto_cpu) = library_speed(bodies, args.format), library_speed(bodies, "auto")
         # Wall-clock figures suffer from anything else running; MB per CPU second does not.
         print(f"\n{'measure':<44} {'MB/s':>7} {'ratio':>6} {'MB/cpu-s':>9} {'ratio':>6}  target")
-        print(f"{'library reassemble(format=openai-chat)':<44} {named:7.0f} {'':>6} {named_cpu:9.0f}")
+        print(f"{f'library reassemble(format={args.format})':<44} {named:7.0f} {'':>6} {named_cpu:9.0f}")
         print(f"{'library reassemble(format=auto)':<44} {auto:7.0f} {'':>6} {auto_cpu:9.0f}")
         # The library's figures are its best passes: give the CLI the best of three runs as well.
         rc, wall1, rss1, cpu1 = min((cli(["-j", "1", big]) for _ in range(3)), key=lambda r: r[1])
         j1, j1_cpu = big_size / wall1 / 1e6, big_size / cpu1 / 1e6
-        print(f"{'CLI -j 1, end to end, vs openai-chat':<44} {j1:7.0f} {j1 / named:6.2f} {j1_cpu:9.0f} "
+        print(f"{f'CLI -j 1, end to end, vs {args.format}':<44} {j1:7.0f} {j1 / named:6.2f} {j1_cpu:9.0f} "
               f"{j1_cpu / named_cpu:6.2f}  >= 0.70")
         print(f"{'CLI -j 1, end to end, vs auto':<44} {j1:7.0f} {j1 / auto:6.2f} {j1_cpu:9.0f} "
               f"{j1_cpu / auto_cpu:6.2f}  >= 0.70")

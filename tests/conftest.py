@@ -4,6 +4,7 @@ import importlib
 from types import SimpleNamespace
 
 import pytest
+from _exit_watch import pytest_sessionfinish, pytest_unconfigure  # noqa: F401 - hooks of this conftest
 from _streams import random_cuts
 
 from callstitch._api import make_reassemble
