@@ -7,7 +7,8 @@ server, ...)::
 
 then point a client at ``http://127.0.0.1:8080`` instead of the provider. Every POST is
 forwarded to the upstream base URL with the same path, query and body, and the client's headers
-minus the hop-by-hop ones; the response (status, headers, body bytes) comes back unchanged,
+minus the hop-by-hop ones (a path with a "." or ".." segment, which would leave the base URL's
+path, gets a 400); the response (status, headers, body bytes) comes back unchanged,
 chunk by chunk, as the upstream sends it. On the side, ``callstitch.atee`` reassembles the tool
 calls from those bytes (any wire format: ``format="auto"``) and hands each one over the moment
 the protocol completes it; the default handler logs one JSON line per call::
@@ -37,6 +38,7 @@ import inspect
 import logging
 import os
 import uuid
+from urllib.parse import unquote_to_bytes
 from typing import Any, AsyncIterable, AsyncIterator, Callable
 
 import httpx
@@ -203,6 +205,20 @@ async def _guarded(pending: Any, stream_id: str) -> None:
         log.exception("on_call failed for stream %s", stream_id)
 
 
+def _upstream_target(path: bytes, query: bytes) -> str | None:
+    """Return the path and query to append to the upstream's base URL, as sent; None for a path that leaves it.
+
+    A "." or ".." segment (%-escaped too) would take the request out of the base path: httpx
+    removes dot segments from the joined URL, and a server may do it after decoding, so
+    "/../admin" under "https://host/base" would reach "https://host/admin". A "#" is legal in a
+    request target but would end the URL's path as a fragment: it is sent escaped, as %23.
+    """
+    if any(unquote_to_bytes(segment) in (b".", b"..") for segment in path.split(b"/")):
+        return None
+    target = path + (b"?" + query if query else b"")
+    return target.replace(b"#", b"%23").decode("latin-1")
+
+
 def _too_large(stream_id: str, limit: int, size: int | None) -> JSONResponse:
     told = f"{size} bytes" if size is not None else "a chunked body"
     log.warning("request body over the limit for stream %s: %s, the limit is %d bytes", stream_id, told, limit)
@@ -272,8 +288,13 @@ def create_app(upstream_url: str | None = None, on_call: OnCall | None = None, *
         if declared is not None:  # streamed with its length, as the client framed it (else chunked)
             headers.append((b"content-length", str(declared).encode()))
         path = request.scope.get("raw_path") or request.url.path.encode()  # as sent, %-escapes and all
-        query = request.scope.get("query_string", b"")
-        url = upstream_url + path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        target = _upstream_target(path, request.scope.get("query_string", b""))
+        if target is None:
+            log.warning("request path with a dot segment refused for stream %s: %r", stream_id, path)
+            return JSONResponse({"error": {"message": "the request path has a '.' or '..' segment, which this "
+                                           "gateway does not forward", "type": "invalid_request_path"}},
+                                status_code=400)
+        url = upstream_url + target
         body_read = asyncio.Event()
         body = _capped(request.stream(), max_body, body_read)
         outgoing = clients[0].build_request("POST", url, headers=headers, content=body)

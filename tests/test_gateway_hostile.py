@@ -332,3 +332,63 @@ def test_many_clients_that_leave_at_random_points_leave_the_gateway_healthy(gate
     status, _, received, _ = run(fetch(gate.url, "/deep-call/whole", f"healthy-{impl.name}"))
     assert status == 200 and received == BODIES["deep-call"]
     wait_until(lambda: calls_of(logs, f"healthy-{impl.name}"), 5, "its call's log line")
+
+
+class PathRecorder:
+    """An upstream that answers every POST with a [DONE] stream and records the raw path and query it got."""
+
+    def __init__(self):
+        self.targets = []
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            return await lifespan(receive, send)
+        while (await receive()).get("more_body"):
+            pass
+        self.targets.append(scope["raw_path"] + (b"?" + scope["query_string"] if scope["query_string"] else b""))
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+
+
+@pytest.fixture(scope="module")
+def based():
+    """The gateway in front of a PathRecorder reached under a base path, /base/openai."""
+    recorder = PathRecorder()
+    upstream = ServerThread(recorder).start()
+    server = ServerThread(gateway.create_app(upstream.url + "/base/openai", on_call=lambda sid, call: None)).start()
+    server.recorder = recorder
+    yield server
+    server.stop()
+    upstream.stop()
+
+
+def post(port: int, target: bytes) -> bytes:
+    """POST {} to the gateway with this request target as sent (no client library normalises it); return the answer."""
+    answer = b""
+    with socket.create_connection((HOST, port), timeout=10) as sock:
+        sock.sendall(b"POST " + target + b" HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+        while chunk := sock.recv(65536):  # (not half-closed first: the server would take that for a client gone)
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize("target", [b"/../../admin/keys", b"/v1/../../../internal", b"/v1/./..", b"/..",
+                                    b"/v1/%2e%2e/%2E%2E/admin", b"/v1/.%2e/x", b"/%2e/v1"])
+def test_a_path_with_dot_segments_is_refused_and_never_leaves_the_base_path(based, target):
+    seen = len(based.recorder.targets)
+    answer = post(based.port, target)
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert b"invalid_request_path" in answer
+    assert len(based.recorder.targets) == seen  # the upstream was never asked
+
+
+@pytest.mark.parametrize("target, forwarded", [
+    (b"/v1/chat/completions", b"/base/openai/v1/chat/completions"),
+    (b"/v1/a%2Fb/..x/.y/c?q=%2e%2e", b"/base/openai/v1/a%2Fb/..x/.y/c?q=%2e%2e"),  # as sent: no dot segment there
+    (b"/v1/a#frag", b"/base/openai/v1/a%23frag"),
+    (b"/v1/a?x=1#y", b"/base/openai/v1/a?x=1%23y"),
+])
+def test_a_path_is_forwarded_as_sent_under_the_base_path(based, target, forwarded):
+    answer = post(based.port, target)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert based.recorder.targets[-1] == forwarded
