@@ -124,6 +124,111 @@ def test_an_async_source_whose_aclose_fails_still_hands_over_the_calls_in_flight
     assert [(c.id, c.error and c.error.kind) for c in asyncio.run(main())] == [("call_half", "truncated")]
 
 
+# Three calls begun and not closed; then the same three completed by the finish reason.
+THREE = tool_chunk(call_obj(0, "call_a", "f", '{"x": 1'), call_obj(1, "call_b", "g", "{}"), call_obj(2, "call_c", "h", "{}"))
+THREE_DONE = THREE + finish()
+
+
+@pytest.mark.parametrize("body, quiet_after", [(THREE, False), (THREE_DONE, True)], ids=["in-flight-at-end", "completed"])
+def test_asyncio_cancellation_lets_every_call_in_flight_reach_an_async_on_call_to_its_end(impl, body, quiet_after):
+    # asyncio's own Task.cancel() (wait_for, asyncio.timeout, aiohttp, a server's shutdown), which
+    # anyio's shield does not hold off. Before: on_call was stopped in call_a, and call_b and call_c
+    # never reached it (marked as had before they ran).
+    begun, done = [], []
+
+    async def on_call(call):
+        begun.append(call.id)
+        await asyncio.sleep(0.05)
+        done.append(call.id)
+
+    async def source():
+        yield body
+        if quiet_after:
+            await asyncio.sleep(5)  # the upstream goes quiet after the calls
+            yield DONE
+
+    async def respond():
+        async for _ in ATee(source(), "auto", on_call, accumulator=impl.Accumulator()):
+            pass
+
+    async def main():
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):  # the cancellation still ends the request
+            await asyncio.wait_for(respond(), 0.02)
+        return time.monotonic() - started
+
+    took = asyncio.run(main())
+    assert begun == done == ["call_a", "call_b", "call_c"]
+    assert took < 4  # after the calls, not after the quiet upstream
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_task_cancelled_at_any_point_hands_each_call_to_an_async_on_call_once_and_to_its_end(impl, seed):
+    import random
+    rng = random.Random(seed)
+    body = TWO_AT_ONCE + LATE_PIECE
+    cuts = sorted(rng.sample(range(1, len(body)), 6))
+    chunks = [body[a:b] for a, b in zip([0] + cuts, cuts + [len(body)])]
+    begun, done, out = [], [], []
+
+    async def on_call(call):
+        begun.append((call.choice, call.index))
+        for _ in range(rng.randint(0, 3)):
+            await asyncio.sleep(0)
+        done.append((call.choice, call.index))
+
+    async def source():
+        for piece in chunks:
+            await asyncio.sleep(0)
+            yield piece
+
+    async def main():
+        tap = ATee(source(), "auto", on_call, accumulator=impl.Accumulator())
+
+        async def consume():
+            async for piece in tap:
+                out.append(piece)
+                await asyncio.sleep(0)
+
+        task = asyncio.ensure_future(consume())
+        for _ in range(rng.randint(0, 40)):
+            await asyncio.sleep(0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        for _ in range(200):  # the generator's own close, when it was paused at a yield
+            await asyncio.sleep(0)
+        return sorted((c.choice, c.index) for c in tap.result.tool_calls)
+
+    final = asyncio.run(main())
+    assert out == chunks[:len(out)]
+    assert sorted(begun) == sorted(done) == final and len(set(begun)) == len(begun)
+
+
+def test_an_async_on_call_that_fails_or_cancels_itself_still_ends_the_iteration_with_its_error(impl):
+    async def failing(call):
+        await asyncio.sleep(0)
+        raise ValueError("the queue is full")
+
+    async def cancelling(call):
+        await asyncio.sleep(0)
+        raise asyncio.CancelledError
+
+    async def main(on_call):
+        async def source():
+            yield TWO_AT_ONCE
+
+        async for _ in ATee(source(), "auto", on_call, accumulator=impl.Accumulator()):
+            pass
+
+    with pytest.raises(ValueError, match="the queue is full"):
+        asyncio.run(main(failing))
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main(cancelling))
+
+
 def test_atee_under_starlette_gets_the_call_in_flight_to_an_async_on_call_when_the_client_leaves(impl):
     # The README's own use: StreamingResponse(atee(...), on_call=async_fn). Starlette cancels the
     # response by an anyio cancel scope when the client leaves, which cancels every await after it

@@ -137,12 +137,20 @@ class ATee(_Tap):
                 await self._ahand(self._left())
 
     async def _ahand(self, calls: list[ToolCall]) -> None:
-        """Give on_call the calls, awaiting it when it is async: once begun on a call, to its end."""
+        """Give on_call the calls, awaiting it when it is async: once begun on a call, to its end.
+
+        A cancellation that comes meanwhile (the client left, a timeout) is raised once every call
+        in flight has had its on_call: they are marked as had before it runs (_due), so one left
+        out then would never reach it.
+        """
+        cancelled: BaseException | None = None
         for call in self._due(calls):
             value = self._on_call(call)  # type: ignore[misc]
             if inspect.isawaitable(value):
                 with _shielded():
-                    await value
+                    cancelled = await _to_its_end(value) or cancelled
+        if cancelled is not None:
+            raise cancelled
 
     def _finish(self) -> None:
         # .result read before the iteration ended: the calls still due are handed (and awaited)
@@ -156,6 +164,31 @@ class ATee(_Tap):
         self._finish()
         assert self._result is not None
         return self._result
+
+
+async def _to_its_end(awaitable: Any) -> BaseException | None:
+    """Await an async on_call to its end, through asyncio's own cancellation too; return that cancellation, if one came.
+
+    anyio's shield (_shielded) holds off a cancel scope's cancellation, not asyncio's Task.cancel()
+    (asyncio.timeout and wait_for, aiohttp when a client leaves, a server's shutdown): under
+    asyncio the on_call runs as a task of its own, awaited again after each cancellation of ours
+    until it ends, and the cancellation is handed back to be raised when the calls are all had.
+    """
+    asyncio = sys.modules.get("asyncio")  # (not imported: no asyncio loop runs, and importing it costs)
+    try:
+        asyncio.get_running_loop()  # type: ignore[union-attr]
+    except (AttributeError, RuntimeError):  # another event loop (trio): anyio's shield is what holds
+        await awaitable
+        return None
+    task = asyncio.ensure_future(awaitable)  # type: ignore[union-attr]
+    cancelled = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)  # type: ignore[union-attr]
+        except asyncio.CancelledError as exc:  # type: ignore[union-attr]
+            cancelled = exc  # ours, or (the task done) the on_call's own: task.result() below tells
+    task.result()  # what awaiting the on_call gives: its exception, or its own cancellation, raised
+    return cancelled
 
 
 def _shielded() -> Any:
