@@ -302,3 +302,50 @@ def test_json_values_that_are_no_chunk_are_reported_and_the_chunks_around_them_g
         results.append(result)
     assert results[0] == results[1]
     assert [str(e) for e in results[0].errors] == [str(e) for e in results[1].errors]
+
+
+# A str fed holds text decoded from the wire; a lone surrogate in it (decoded with
+# errors="surrogatepass", or cut out of UTF-16) is no character a UTF-8 stream can hold.
+_CALL = 'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"%s","type":"function","function":{"name":"f","arguments":"%s"}}]}}]}\n\n'
+_MORE = 'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"%s"}}]}}]}\n\n'
+_END = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'
+LONE_SURROGATE_TEXTS = {
+    "in-content": 'data: {"choices":[{"index":0,"delta":{"content":"\ud800"}}]}\n\n' + _CALL % ("call_1", "{}") + _END,
+    "in-arguments": _CALL % ("call_1", '{\\"a\\": \\"') + _MORE % "\udc80x" + _MORE % '\\"}' + _END,
+    "in-an-id": _CALL % ("call_\udfff", "{}") + _CALL % ("call_2", "{}") + _END,
+    "in-a-comment": ": keep \ud800 alive\n\n" + _CALL % ("call_1", "{}") + _END,
+    "in-an-event-name": "event: x\ud800\ndata: {}\n\n" + _CALL % ("call_1", "{}") + _END,
+}
+
+
+@pytest.mark.parametrize("name", list(LONE_SURROGATE_TEXTS))
+def test_a_str_with_a_lone_surrogate_is_reported_where_it_is_and_the_stream_goes_on(both, name):
+    # Before: feed() raised UnicodeEncodeError (and tee() with it, losing the chunk and the stream).
+    text = LONE_SURROGATE_TEXTS[name]
+    rng = random.Random(name)
+    seen = []
+    for pieces in [[text]] + [[text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+                              for cuts in (sorted(rng.sample(range(1, len(text)), 9)) for _ in range(3))]:
+        for impl in both:
+            acc = impl.Accumulator(format="auto")
+            for piece in pieces:
+                assert acc.feed(piece) is not None
+            result = acc.finalize()
+            seen.append(([(c.id, c.raw_arguments, c.error and c.error.kind) for c in result.tool_calls],
+                         [(e.kind, e.offset) for e in result.errors]))
+    assert all(s == seen[0] for s in seen)  # both twins, whatever the cuts
+    calls, errors = seen[0]
+    if name not in ("in-a-comment", "in-an-event-name"):  # (the text is skipped there, as any comment or stray event)
+        bad = text.index("data: " if name != "in-arguments" else _MORE % "\udc80x")
+        assert ("malformed chunk", len(text[:bad].encode())) in errors
+    assert any(call_id in ("call_1", "call_2") for call_id, _, _ in calls)  # the calls after it are there
+
+
+def test_tee_passes_a_str_chunk_with_a_lone_surrogate_on_and_hands_the_calls_over():
+    from callstitch import tee
+    chunks = ['data: {"choices":[{"index":0,"delta":{"content":"\ud800"}}]}\n\n', _CALL % ("call_1", "{}"), _END]
+    seen = []
+    tapped = tee(iter(chunks), on_call=seen.append)
+    assert list(tapped) == chunks
+    assert [c.id for c in seen] == ["call_1"]
+    assert [e.kind for e in tapped.result.errors] == ["malformed chunk"]

@@ -320,7 +320,7 @@ Reassemble the tool calls of one streamed response.
         cdef const unsigned char[::1] view
         cdef Py_ssize_t held = 0  # bytes of earlier reads that routing puts in front of this one
         if isinstance(data, str):
-            data = (<str>data).encode("utf-8")
+            data = (<str>data).encode("utf-8", "surrogatepass")  # as _accumulator_py does (why: there)
         elif not isinstance(data, bytes):
             data = _fed_view(data)
         if not self._in_place:

@@ -100,7 +100,11 @@ class Accumulator(SlotBook):
 
     def _feed(self, data: bytes | bytearray | memoryview | str) -> None:
         if type(data) is not bytes:  # the common read, told by one test
-            data = data.encode("utf-8") if isinstance(data, str) else bytes(_framing.fed_view(data))
+            # A lone surrogate in a str (text decoded with errors="surrogatepass", say) is no
+            # character UTF-8 can hold: its bytes make the event they are in malformed, reported
+            # where it is, as any bytes that are not UTF-8 do, and the stream goes on.
+            data = (data.encode("utf-8", "surrogatepass") if isinstance(data, str)
+                    else bytes(_framing.fed_view(data)))
         if not data or self._halted_at >= 0:
             return
         if self._halt_lf:  # the stream ended at a CR that ended the last read: an LF next is its too
