@@ -304,6 +304,29 @@ def test_jobs_keep_the_order(tmp_path, monkeypatch):
     assert len({r["source"] for r in serial}) == len(FORMATS)
 
 
+def test_a_huge_jobs_starts_no_more_processes_than_there_are_tasks_nor_than_four_per_core(tmp_path, monkeypatch):
+    # Found by review: -j 100000 on two small files forked thousands of workers (a pool forks all
+    # of its processes at its first task) and outlived a SIGTERM.
+    paths = [_write(tmp_path, f"{i}.sse", b"".join(_bodies("openai-chat", n=3, seed=i))) for i in range(2)]
+    serial = list(callstitch.reassemble_many(paths, jobs=1))
+    started = []
+    real = pool.Workers.__init__
+
+    def counted(self, jobs):
+        started.append(jobs)
+        real(self, jobs)
+
+    monkeypatch.setattr(pool.Workers, "__init__", counted)  # (a spy: the pool itself is real)
+    batch = iter(callstitch.reassemble_many(paths, jobs=100_000))
+    first = next(batch)
+    assert 1 <= len(multiprocessing.active_children()) <= 2
+    assert [first, *batch] == serial
+    assert started == [2]
+    cores = os.cpu_count() or 1
+    assert pool.worker_count(100_000) == pool.worker_count(4 * cores) == 4 * cores
+    assert pool.worker_count(3) == min(3, 4 * cores) and pool.worker_count(0) == 1
+
+
 def test_jobs_beside_another_thread_start_no_fork(tmp_path, monkeypatch):
     # A fork taken while another thread holds a lock can hang the child (Python 3.12 warns of it).
     import threading

@@ -430,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how to read the inputs: body (responses back to back), jsonl, har; default: "
                           "*.har files as HAR, JSONL with --field, else sniffed (HAR or body)")
     re_.add_argument("-j", "--jobs", type=_jobs, default=os.cpu_count() or 1, metavar="N",
-                     help="worker processes (default: all %(default)s cores; 0 also means all)")
+                     help="worker processes (default: all %(default)s cores; 0 also means all; at most 4 per core)")
     re_.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
     re_.add_argument("--output-format", choices=("jsonl", "parquet"),
                      help="jsonl or parquet (needs pyarrow; arguments as a JSON string column); default: "

@@ -193,16 +193,37 @@ def _thread_count() -> int:
         return threading.active_count()
 
 
+def worker_count(jobs: int) -> int:
+    """Return how many worker processes jobs asks for, at most PER_CORE_MOST per core.
+
+    The work is CPU-bound: processes beyond the cores add memory, not speed. And a pool forks all
+    its processes at its first task: -j 100000 forked thousands of them, for two small files, and
+    outlived a SIGTERM while it did.
+    """
+    return max(1, min(jobs, PER_CORE_MOST * (os.cpu_count() or 1)))
+
+
+PER_CORE_MOST = 4
+
+
 def outcomes(plan: Iterable[tuple[str, Any]], jobs: int) -> Iterator[tuple[str, Outcome]]:
-    """Yield (source, Outcome) of each planned item, in the plan's order, on jobs worker processes."""
+    """Yield (source, Outcome) of each planned item, in the plan's order, on jobs worker processes.
+
+    No more processes are started than there are tasks to give them: the plan is read ahead by
+    up to jobs tasks first (a task is a source and a byte range: small).
+    """
     plan = iter(plan)
+    jobs = worker_count(jobs)
     ahead = []
+    tasks = 0
     if jobs > 1:  # a pool only pays when there are two tasks or more
         for what, item in plan:
             ahead.append((what, item))
-            if sum(w == "task" for w, _ in ahead) >= 2:
+            tasks += what == "task"
+            if tasks >= jobs:
                 break
-    if jobs == 1 or sum(w == "task" for w, _ in ahead) < 2:
+    jobs = min(jobs, tasks)
+    if jobs < 2:
         for what, item in itertools.chain(ahead, plan):
             yield _resolve(what, item)
         return

@@ -196,7 +196,8 @@ def reassemble_many(sources: Sources, *, format: str = "auto", field: str | None
     (gzip, zstandard, bzip2, xz) are read decompressed. A source is one response, several back
     to back (cut at each terminator), a JSONL log whose lines hold a response at ``field`` (a
     dotted path), or a HAR file. ``jobs`` worker processes (None: one
-    per core) do the work; the records come in the same order whatever their number.
+    per core; at most four per core, and no more than there are tasks) do the work; the records
+    come in the same order whatever their number.
     Each record: ``source``, ``stream``, ``choice``, ``index``, ``id``, ``name``, ``arguments``,
     ``error``, ``quirks`` (and ``raw_arguments`` when the arguments did not parse). Problems
     go to ``on_problem(source, unit, number, offset, kind, message)``; ``.summary`` counts all.
