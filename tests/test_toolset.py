@@ -237,6 +237,26 @@ def test_an_invalid_schema_is_reported_at_construction():
         Toolset([{"name": "bad", "input_schema": {"type": "OBJECT"}}])  # uppercase types are Gemini's only
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "required": 0}, {"type": "object", "title": 5},
+    {"type": "object", "$schema": "http://example.com/not-a-metaschema"}, {"type": "object", "$schema": ["x"]},
+    {"type": "object", "properties": {}, "description": ["x"]}, {"type": "object", "properties": None},
+])
+def test_a_schema_of_annotations_only_that_jsonschema_rs_refuses_is_refused(schema):
+    # Found by review: schemas of annotation keywords only skipped compiling, so these were taken
+    # (and every object passed); a non-empty "required" was compiled and refused.
+    with pytest.raises(ValueError, match="not a usable JSON Schema"):
+        Toolset({"f": schema})
+
+
+@pytest.mark.parametrize("draft", ["http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema",
+                                   "http://json-schema.org/schema#"])
+def test_a_schema_that_takes_any_object_needs_no_validator_whatever_draft_it_names(monkeypatch, draft):
+    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)  # import jsonschema_rs now raises ImportError
+    toolset = Toolset({"f": {"type": "object", "$schema": draft, "title": "F", "properties": {}, "required": []}})
+    assert toolset.check(call("f", {"any": 1})).ok
+
+
 def test_remote_refs_are_never_fetched():
     with pytest.raises(ValueError, match="tool 'remote'"):
         Toolset({"remote": {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/a.json"}}}})
@@ -577,6 +597,77 @@ def test_an_inserted_object_default_gets_its_own_nested_defaults():
     toolset = Toolset({"t": {"type": "object", "properties": {
         "opts": {"type": "object", "default": {"a": 1}, "properties": {"b": {"default": 2}}}}}})
     assert toolset.check(call("t", {})).arguments == {"opts": {"a": 1, "b": 2}}
+
+
+# Found by a hostile review: the planner resolved references and `items` otherwise than the
+# validator, and check() said ok while handing over filled arguments the tool's schema refuses.
+RESOLVED_AS_THE_VALIDATOR_DOES = {
+    "an $anchor": ({
+        "type": "object", "properties": {"a": {"type": "integer", "default": 1}, "child": {"$ref": "#leaf"}},
+        "$defs": {"leaf": {"$anchor": "leaf", "type": "object", "properties": {"b": {"type": "integer", "default": 2}},
+                           "additionalProperties": False}},
+    }, {"child": {}}, {"child": {"b": 2}, "a": 1}),  # before: the root's defaults, into child
+    "a $ref inside a resource with its own $id": ({
+        "type": "object", "properties": {"child": {"$ref": "#/$defs/leaf"}},
+        "$defs": {"x": {"properties": {"p": {"const": "root", "default": "root"}}},
+                  "leaf": {"$id": "https://example.com/leaf.json", "type": "object", "$ref": "#/$defs/x",
+                           "$defs": {"x": {"properties": {"p": {"const": "leaf", "default": "leaf"}}}}}},
+    }, {"child": {}}, {"child": {"p": "leaf"}}),  # before: the root's x
+    "items after prefixItems (2020-12)": ({
+        "type": "object", "properties": {"pair": {
+            "type": "array", "prefixItems": [{"type": "object", "properties": {"a": {"default": 1}},
+                                              "additionalProperties": False}],
+            "items": {"type": "object", "properties": {"b": {"default": 2}}}}},
+    }, {"pair": [{}, {}]}, {"pair": [{"a": 1}, {"b": 2}]}),  # before: b into the first item too
+    "keywords beside a $ref (draft-07: ignored)": ({
+        "$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+        "definitions": {"A": {"type": "object", "properties": {"y": {"type": "integer", "default": 3}},
+                              "additionalProperties": False}},
+        "properties": {"o": {"$ref": "#/definitions/A", "properties": {"x": {"default": 1}}}},
+    }, {"o": {}}, {"o": {"y": 3}}),  # before: x filled as well
+    "positional items (2019-09)": ({
+        "$schema": "https://json-schema.org/draft/2019-09/schema", "type": "object",
+        "properties": {"pair": {"type": "array", "items": [{"type": "object", "properties": {"a": {"default": 1}}}],
+                                "prefixItems": [{"type": "object", "properties": {"z": {"default": 9}}}]}},
+    }, {"pair": [{}, {}]}, {"pair": [{"a": 1}, {}]}),  # prefixItems is no keyword of 2019-09
+    "a %-escaped pointer": ({
+        "type": "object", "properties": {"c": {"$ref": "#/$defs/a%20b"}},
+        "$defs": {"a b": {"type": "object", "properties": {"k": {"default": "v"}}}},
+    }, {"c": {}}, {"c": {"k": "v"}}),  # before: never filled
+    "an $anchor given twice (names no single place)": ({
+        "type": "object", "properties": {"c": {"$ref": "#twice"}},
+        "$defs": {"one": {"$anchor": "twice", "properties": {"k": {"default": 1}}},
+                  "two": {"$anchor": "twice", "properties": {"k": {"default": 2}}}},
+    }, {"c": {}}, {"c": {}}),
+}
+
+
+@pytest.mark.parametrize("name", list(RESOLVED_AS_THE_VALIDATOR_DOES))
+def test_defaults_follow_references_and_items_as_the_validator_does(name):
+    jsonschema_rs = pytest.importorskip("jsonschema_rs")
+    schema, arguments, filled = RESOLVED_AS_THE_VALIDATOR_DOES[name]
+    try:
+        valid = jsonschema_rs.validator_for(schema).is_valid
+    except Exception:  # (a schema this jsonschema-rs refuses, the twice-given anchor say): Toolset refuses it too
+        with pytest.raises(ValueError):
+            Toolset({"f": schema})
+        return
+    verdict = Toolset({"f": schema}).check(call("f", arguments))
+    assert verdict.ok and verdict.arguments == filled
+    assert valid(verdict.arguments)
+
+
+@pytest.mark.parametrize("schema, arguments", [
+    ({"type": "object", "properties": {"a": {"default": 1}, "b": {}}, "maxProperties": 1}, {"b": 2}),
+    ({"type": "object", "properties": {"a": {"default": 1}, "c": {}}, "dependentRequired": {"a": ["c"]}}, {}),
+    ({"type": "object", "properties": {"u": {"enum": ["c", "f"], "default": "k"}}}, {}),
+    ({"type": "object", "properties": {"a": {"default": 1}}, "not": {"required": ["a"]}}, {}),
+], ids=["maxProperties", "dependentRequired", "default-outside-its-enum", "not"])
+def test_a_default_that_breaks_the_schema_is_not_filled_and_the_call_runs_as_received(schema, arguments):
+    # A default is an annotation: one the schema's other rules refuse (a schema's own mistake, or
+    # a rule that counts properties) would hand the tool arguments it refuses, with ok=True.
+    verdict = Toolset({"f": schema}).check(call("f", arguments))
+    assert verdict.ok and verdict.arguments is arguments
 
 
 def test_invalid_calls_get_no_defaults(weather):

@@ -40,7 +40,7 @@ def plan_size(plan: DefaultsPlan | None, seen: set[int] | None = None) -> int:
         return 0
     seen.add(id(plan))
     size = len(plan.defaults) + len(plan.children) + len(plan.prefix) + len(plan.items) + len(plan.also)
-    for child in [*(c for _, c in plan.children), *(c for _, c in plan.prefix), *plan.items, *plan.also]:
+    for child in [*(c for _, c in plan.children), *(c for _, c in plan.prefix), *(c for _, c in plan.items), *plan.also]:
         size += plan_size(child, seen)
     return size
 

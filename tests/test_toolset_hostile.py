@@ -213,7 +213,8 @@ VALUES = JSON | DEEP
 SCHEMA_VALUES = st.one_of(JSON, JSON, JSON, JSON, st.builds(lambda d: _deep(d, lambda v: [v]), st.integers(1, 300)))
 
 REFS = st.sampled_from(["#", "#/$defs/node", "#/$defs/missing", "#/properties/child", "#/$defs/node/properties",
-                        "https://example.com/remote.json", "#/$defs/~0odd~1"])
+                        "https://example.com/remote.json", "#/$defs/~0odd~1", "#leaf", "#/$defs/a%20b",
+                        "#/$defs/res", "#/$defs/res/$defs/node"])
 TYPES = st.sampled_from(["object", "array", "string", "integer", "number", "boolean", "null", "OBJECT", "nope"])
 PATTERNS = st.sampled_from(["^a+$", "(a+)+$", "[", "\\d{3}", ""])
 
@@ -245,6 +246,11 @@ def _extend(inner):
             | st.builds(lambda i, d: _with_default({"type": "array", "items": i}, d), inner, DEFAULTS)
             | st.builds(lambda items: {"prefixItems": items}, st.lists(inner, min_size=1, max_size=3))
             | st.builds(lambda items: {"items": items}, st.lists(inner, min_size=1, max_size=3))
+            | st.builds(lambda items, rest: {"prefixItems": items, "items": rest}, st.lists(inner, min_size=1, max_size=2),
+                        inner)
+            | st.builds(lambda s, n: {**s, "maxProperties": n} if isinstance(s, dict) else s, inner, st.integers(0, 2))
+            | st.builds(lambda s, key: {**s, "dependentRequired": {key: ["x"]}} if isinstance(s, dict) else s, inner,
+                        NAMES)
             | st.builds(lambda key, branches: {key: branches}, st.sampled_from(["allOf", "anyOf", "oneOf"]),
                         st.lists(inner, min_size=1, max_size=3))
             | st.builds(lambda s: {"not": s}, inner)
@@ -253,13 +259,22 @@ def _extend(inner):
 
 
 SCHEMAS = st.recursive(_leaf_schemas(), _extend, max_leaves=10)
+def _anchored(schema):
+    return {**schema, "$anchor": "leaf"} if isinstance(schema, dict) else schema
+
+
 OBJECTS = st.builds(
-    lambda props, node, required, extra, default: _with_default(
-        {"type": "object", "properties": props, "required": required, "$defs": {"node": node},
-         **({} if extra is None else {"additionalProperties": extra})}, default),
+    lambda props, node, required, extra, default, spaced, leaf, inner, draft: _with_default(
+        {"type": "object", "properties": props, "required": required,
+         # a pointer with an escaped space, an $anchor, a resource of its own whose "#/$defs/node" is its own
+         "$defs": {"node": node, "a b": spaced, "leaf": _anchored(leaf),
+                   "res": {"$id": "https://example.com/res.json", "$defs": {"node": inner}, "$ref": "#/$defs/node"}},
+         **({} if extra is None else {"additionalProperties": extra}), **({"$schema": draft} if draft else {})},
+        default),
     st.dictionaries(KEYS, SCHEMAS, max_size=4), SCHEMAS, st.lists(NAMES, max_size=2, unique=True),
     st.none() | st.booleans(),
-    DEFAULTS)
+    DEFAULTS, SCHEMAS, SCHEMAS, SCHEMAS,
+    st.sampled_from([None, None, "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2019-09/schema"]))
 DEEP_SCHEMAS = st.builds(lambda d: _deep(d, lambda s: {"type": "object", "properties": {"a": s}}),
                          st.integers(50, 400))
 # Mostly object schemas, as tools have; then any schema, the recursive tree, and very deep ones.
@@ -295,6 +310,11 @@ def _check_verdict(toolset: Toolset, call: ToolCall) -> None:
     event("ok" if verdict.ok else "refused: " + ", ".join(sorted({p.kind for p in verdict.problems})))
     if verdict.ok:
         assert verdict.problems == () and verdict.retry_message is None
+        schema = toolset.schema(call.name) if call.name in toolset else None
+        if verdict.arguments is not call.arguments and schema is not None:
+            # Defaults filled: the arguments handed over still satisfy the tool's own schema.
+            import jsonschema_rs
+            assert jsonschema_rs.validator_for(schema).is_valid(verdict.arguments), verdict.arguments
     else:
         assert verdict.problems and all(p.kind and p.message for p in verdict.problems)
         assert isinstance(verdict.retry_message, str) and len(verdict.retry_message) <= MAX_CHARS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+from urllib.parse import unquote
 
 __all__ = ["DefaultsPlan", "plan_defaults", "fill_defaults", "TooDeep", "FILL_DEPTH", "PLAN_DEPTH"]
 
@@ -30,7 +31,7 @@ class DefaultsPlan:
     def __init__(self) -> None:
         self.defaults: list[tuple[str, Any, bool]] = []        # (key, value, needs a copy)
         self.children: list[tuple[str, DefaultsPlan]] = []     # properties whose values hold defaults deeper
-        self.items: list[DefaultsPlan] = []                    # plans of every array item (`items`)
+        self.items: list[tuple[int, DefaultsPlan]] = []        # (first index, plan) of the items from there on (`items`)
         self.prefix: list[tuple[int, DefaultsPlan]] = []       # positional items (`prefixItems`)
         # The plans that apply at this level too ($ref, allOf): linked, not copied, as one may still
         # be being planned (a recursive schema); a copy lent only what it had so far, and deeper
@@ -42,19 +43,39 @@ class DefaultsPlan:
 
 
 class _Planner:
-    """Walk one tool's schema; follow local $ref and allOf, whose defaults always apply."""
+    """Walk one tool's schema; follow local $ref and allOf, whose defaults always apply.
+
+    References are resolved as the validator resolves them, or not followed: a JSON pointer or
+    an $anchor within the schema resource the $ref is in (the root, or a subschema with an $id of
+    its own); a remote one, or one that names no single place, plans no defaults. The draft
+    ($schema; 2020-12 without one) says what `items` covers and whether keywords beside a $ref count.
+    """
 
     def __init__(self, root: dict) -> None:
         self.root = root
-        self.by_ref: dict[str, DefaultsPlan | None] = {}
+        draft = root.get("$schema")
+        draft = draft if isinstance(draft, str) else ""
+        # Drafts 4-7: a $ref stands alone (the keywords beside it are ignored), and positional
+        # items are an `items` array; 2019-09 has positional items so too; 2020-12 has
+        # prefixItems, and `items` covers the items after them.
+        self.ref_alone = any(f"draft-0{n}" in draft for n in (3, 4, 6, 7))
+        self.prefix_items = not (self.ref_alone or "2019-09" in draft)
+        self.by_ref: dict[tuple[int, str], DefaultsPlan | None] = {}
+        self.resources: list[dict] = [root]  # the schema resource a $ref met now is resolved in
+        self.anchors: dict[int, dict[str, list[dict]]] = {}  # each resource's $anchors, found once
         self.depth = 0  # schemas being merged, one inside the other
 
     def resolve(self, ref: str) -> Any:
-        # Only refs into the same document ("#/$defs/Address"); remote ones have no defaults we can see.
+        """Return the schema a $ref names in the current resource, or None (remote, unknown, ambiguous)."""
         if not ref.startswith("#"):
             return None
-        node: Any = self.root
-        for part in ref[1:].split("/")[1:] if ref != "#" else []:
+        resource = self.resources[-1]
+        fragment = unquote(ref[1:])
+        if fragment and not fragment.startswith("/"):  # an $anchor
+            found = self._anchors(resource).get(fragment, ())
+            return found[0] if len(found) == 1 else None
+        node: Any = resource
+        for part in fragment.split("/")[1:]:
             part = part.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and part in node:
                 node = node[part]
@@ -64,25 +85,65 @@ class _Planner:
                 return None
         return node
 
+    def _anchors(self, resource: dict) -> dict[str, list[dict]]:
+        """Return the $anchors of a resource, by name: its subschemas', not those of a resource inside it."""
+        known = self.anchors.get(id(resource))
+        if known is not None:
+            return known
+        known = self.anchors[id(resource)] = {}
+        stack: list[Any] = [resource]
+        while stack:  # (a loop, not recursion: a schema may nest deeper than the stack)
+            node = stack.pop()
+            if isinstance(node, dict):
+                if node is not resource and self._resource_id(node):
+                    continue  # its anchors are its own
+                anchor = node.get("$anchor")
+                if self.ref_alone and isinstance(node.get("$id"), str) and node["$id"].startswith("#"):
+                    anchor = node["$id"][1:]  # drafts 6-7 spell an anchor as an $id fragment
+                if isinstance(anchor, str):
+                    known.setdefault(anchor, []).append(node)
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        return known
+
+    def _resource_id(self, schema: dict) -> bool:
+        """Tell whether a subschema starts a schema resource of its own (an $id that is not a bare fragment)."""
+        found = schema.get("$id")
+        return isinstance(found, str) and not found.startswith("#")
+
+    def _enter(self, schema: dict) -> bool:
+        """Make a subschema with its own $id the resource its $refs resolve in; return whether it is one."""
+        own = schema is not self.root and self._resource_id(schema)
+        if own:
+            self.resources.append(schema)
+        return own
+
     def plan(self, schema: Any) -> DefaultsPlan | None:
         if not isinstance(schema, dict):
             return None
         ref = schema.get("$ref")
-        if isinstance(ref, str) and not schema.keys() & _STRUCTURAL:
-            return self.plan_ref(ref)
+        if isinstance(ref, str) and (self.ref_alone or not schema.keys() & _STRUCTURAL):
+            own = self._enter(schema)
+            try:
+                return self.plan_ref(ref)
+            finally:
+                if own:
+                    self.resources.pop()
         plan = DefaultsPlan()
         self.merge(plan, schema)
         return None if plan.empty() else plan
 
     def plan_ref(self, ref: str) -> DefaultsPlan | None:
-        if ref in self.by_ref:
+        key = (id(self.resources[-1]), ref)  # the same text in another resource names another schema
+        if key in self.by_ref:
             # Seen before, or a recursive schema meeting itself: share the one plan (cycles are fine,
             # the data it is applied to is finite).
-            return self.by_ref[ref]
-        plan = self.by_ref[ref] = DefaultsPlan()
+            return self.by_ref[key]
+        plan = self.by_ref[key] = DefaultsPlan()
         self.merge(plan, self.resolve(ref))
         if plan.empty():
-            self.by_ref[ref] = None
+            self.by_ref[key] = None
             return None
         return plan
 
@@ -93,12 +154,15 @@ class _Planner:
             raise TooDeep(f"the parameters schema nests deeper than {PLAN_DEPTH} levels ($ref, allOf, properties, "
                           "items), too deep to plan its defaults")
         self.depth += 1  # counted here, not in a wrapper: a frame less for every level of the schema
+        own = self._enter(schema)
         try:
             ref = schema.get("$ref")
             if isinstance(ref, str):
                 sub = self.plan_ref(ref)
                 if sub is not None and sub is not plan and all(sub is not other for other in plan.also):
                     plan.also.append(sub)
+                if self.ref_alone:
+                    return  # drafts 4-7: the keywords beside a $ref are ignored
             for branch in schema.get("allOf", ()) if isinstance(schema.get("allOf"), list) else ():
                 self.merge(plan, branch)
             props = schema.get("properties")
@@ -114,13 +178,11 @@ class _Planner:
                     if child is not None:
                         plan.children.append((key, child))
             items = schema.get("items")
+            prefix = schema.get("prefixItems") if self.prefix_items else items
             if isinstance(items, dict):
                 child = self.plan(items)
-                if child is not None:
-                    plan.items.append(child)
-            prefix = schema.get("prefixItems")
-            if not isinstance(prefix, list) and isinstance(items, list):
-                prefix = items  # drafts before 2020-12 spell positional items as an `items` array
+                if child is not None:  # (2020-12: the items after the prefixItems, when there are some)
+                    plan.items.append((len(prefix) if isinstance(prefix, list) else 0, child))
             if isinstance(prefix, list):
                 for i, sub in enumerate(prefix):  # a loop, not a generator: one frame less a level
                     child = self.plan(sub)
@@ -128,6 +190,8 @@ class _Planner:
                         plan.prefix.append((i, child))
         finally:
             self.depth -= 1
+            if own:
+                self.resources.pop()
 
 
 def _with_linked(plan: DefaultsPlan) -> list[DefaultsPlan] | tuple[DefaultsPlan]:
@@ -199,12 +263,12 @@ def fill_defaults(value: Any, plan: DefaultsPlan, _depth: int = 0) -> Any:
     if type(value) is list:
         out_list = None
         for each in plans:
-            for child in each.items:
+            for start, child in each.items:
                 if followed is not None:
-                    if id(child) in followed:
+                    if (start, id(child)) in followed:
                         continue
-                    followed.add(id(child))
-                for i in range(len(value)):
+                    followed.add((start, id(child)))
+                for i in range(start, len(value)):
                     out_list = _fill_item(value, out_list, i, child, _depth)
             for i, child in each.prefix:
                 if followed is not None:

@@ -17,6 +17,11 @@ __all__ = ["Toolset", "Verdict", "Problem"]
 _EXTRA = "pip install 'callstitch[validate]'"
 # Schemas that accept any JSON object: checking them needs no validator (and no jsonschema-rs).
 _ANNOTATIONS = {"type", "properties", "required", "description", "title", "$schema"}
+# The meta-schemas a schema may name and still need no validator (jsonschema-rs takes each, with
+# http or https, with or without the closing "#"); any other $schema goes to jsonschema-rs to judge.
+_DRAFTS = {f"{scheme}://json-schema.org/{path}{end}" for scheme in ("http", "https") for end in ("", "#")
+           for path in ("schema", "draft-04/schema", "draft-06/schema", "draft-07/schema",
+                        "draft/2019-09/schema", "draft/2020-12/schema")}
 
 
 class Verdict:
@@ -97,10 +102,13 @@ def _check_custom(call: ToolCall, tool: _Tool) -> Verdict:
 
 
 def _accepts_any_object(schema: dict | None) -> bool:
+    """Tell whether a schema takes every JSON object and is one jsonschema-rs would take too: no validator needed."""
     if schema is None:
         return True
     return (schema.keys() <= _ANNOTATIONS and schema.get("type", "object") == "object"
-            and not schema.get("properties") and not schema.get("required"))
+            and schema.get("properties", {}) == {} and schema.get("required", []) == []
+            and type(schema.get("title", "")) is str and type(schema.get("description", "")) is str
+            and ("$schema" not in schema or type(schema["$schema"]) is str and schema["$schema"] in _DRAFTS))
 
 
 def _jsonschema_rs(tool: ToolDef) -> Any:
@@ -210,7 +218,12 @@ class Toolset:
             try:
                 if validator is None or validator.is_valid(arguments):
                     if tool.defaults is not None:
-                        arguments = fill_defaults(arguments, tool.defaults)
+                        filled = fill_defaults(arguments, tool.defaults)
+                        # A default may break the schema's other rules (maxProperties,
+                        # dependentRequired, not, a default outside its own enum): the call, valid
+                        # as received, then runs as received, never with arguments the tool refuses.
+                        if filled is not arguments and (validator is None or validator.is_valid(filled)):
+                            arguments = filled
                     return Verdict(call, True, arguments, (), None)
             except TooDeep as exc:  # valid, but the defaults go deeper than the fill follows
                 return self._verdict(call, tool, [Problem("$", "not checked", str(exc))])
