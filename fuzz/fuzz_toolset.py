@@ -4,7 +4,8 @@ Each input is split into nesting depths, a schema (JSON text) and arguments (JSO
 schema is offered as a tool, plain and wrapped in a recursive $ref with a default; Toolset(...)
 may refuse it, with a ValueError only. The arguments, nested as deep as the input asks, are
 checked as a call built directly and as the call each twin reassembles from the text: check()
-must return a Verdict and never raise, and both twins' calls must get the same verdict. Run it
+must return a Verdict and never raise, arguments it filled with defaults must satisfy the schema,
+and both twins' calls must get the same verdict. Run it
 (see fuzz/README.md):
 
     python fuzz/fuzz_toolset.py fuzz/corpus-toolset -max_total_time=600
@@ -60,8 +61,28 @@ def verdict_of(toolset, call):
         raise AssertionError(f"an inconsistent verdict: {verdict!r}")
     if verdict.retry_message is not None and len(verdict.retry_message) > MAX_CHARS:
         raise AssertionError(f"a retry message of {len(verdict.retry_message)} characters")
+    if verdict.ok and verdict.arguments is not call.arguments and call.name in toolset:
+        # defaults filled: what the tool gets must satisfy its own schema
+        validator = _validator(toolset.schema(call.name))
+        if validator is not None and not _valid(validator, verdict.arguments):
+            raise AssertionError(f"ok, with filled arguments the schema refuses: {verdict.arguments!r}")
     repr(verdict)
     return verdict.ok, [(p.path, p.kind, p.message) for p in verdict.problems], verdict.retry_message
+
+
+def _validator(schema):
+    import jsonschema_rs
+    try:
+        return jsonschema_rs.validator_for(schema) if schema is not None else None
+    except Exception:  # noqa: BLE001 - a schema Toolset took through its no-validator path
+        return None
+
+
+def _valid(validator, value):
+    try:
+        return validator.is_valid(value)
+    except Exception:  # noqa: BLE001 - too deep for the validator: not this check's concern
+        return True
 
 
 def reassembled(implementation, text, name):
