@@ -81,10 +81,24 @@ def compact_json(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except orjson.JSONEncodeError as exc:
-        # Too deep, or an integer beyond 64 bits (read exactly by _exactjson): written here instead.
-        if "Recursion limit" not in str(exc) and "64-bit" not in str(exc):
+        # Too deep, an integer beyond 64 bits or a lone surrogate (read exactly by _exactjson, as
+        # the escape "\ud800" in the JSON text): written here instead.
+        if not any(reason in str(exc) for reason in ("Recursion limit", "64-bit", "surrogates")):
             raise
     return _compact_deep(value)
+
+
+_LONE = re.compile("([\ud800-\udfff])")  # (a pair is one character in a str: only lone units match)
+
+
+def _string(text: str) -> bytes:
+    """Write a JSON string as orjson does; a lone surrogate in it as its escape (which orjson refuses to write)."""
+    try:
+        return orjson.dumps(text)
+    except orjson.JSONEncodeError:
+        pieces = _LONE.split(text)  # (odd places: the lone units)
+        return b'"' + b"".join(escape_surrogate(ord(piece)).encode() if k % 2 else orjson.dumps(piece)[1:-1]
+                               for k, piece in enumerate(pieces)) + b'"'
 
 
 def json_size(value: Any) -> int:
@@ -115,6 +129,8 @@ def _compact_deep(value: Any) -> bytes:
                 out.extend(str(item).encode())  # as orjson writes an int, also one beyond 64 bits
             except ValueError as exc:  # more digits than str() writes (sys.get_int_max_str_digits())
                 raise TypeError(str(exc)) from None
+        elif type(item) is str:
+            out.extend(_string(item))
         else:
             out.extend(orjson.dumps(item))
 
@@ -133,7 +149,7 @@ def _compact_deep(value: Any) -> bytes:
             key, item = item
             if type(key) is not str:
                 raise TypeError("Dict key must be str")
-            out.extend(orjson.dumps(key))
+            out.extend(_string(key))
             out.extend(b":")
         start(item)
     return bytes(out)
