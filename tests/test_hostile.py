@@ -349,3 +349,33 @@ def test_tee_passes_a_str_chunk_with_a_lone_surrogate_on_and_hands_the_calls_ove
     assert list(tapped) == chunks
     assert [c.id for c in seen] == ["call_1"]
     assert [e.kind for e in tapped.result.errors] == ["malformed chunk"]
+
+
+# An input sent as a JSON object (a tool_use block's start, a Converse toolUse, Gemini's args) that
+# holds an integer beyond 64 bits is read exactly, by the standard library's parser, which keeps a
+# lone surrogate escape as a lone surrogate in the str: orjson refuses to write that back.
+_BIG = "1" * 30
+WHOLE_INPUTS_WITH_A_LONE_SURROGATE = {
+    "anthropic-start": ('event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
+                        '{"type":"tool_use","id":"t1","name":"f","input":{"a":"\\ud800","n":%s}}}\n\n'
+                        'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n' % _BIG),
+    "anthropic-not-streamed": ('{"type":"message","content":[{"type":"tool_use","id":"t1","name":"f",'
+                               '"input":{"a":"\\ud800","n":%s}}],"stop_reason":"tool_use"}' % _BIG),
+    "converse-not-streamed": ('{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1",'
+                              '"name":"f","input":{"a":"\\ud800x\\udfff","\\udc00k":%s}}}]}},"stopReason":"tool_use"}' % _BIG),
+    "gemini-args": ('data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":'
+                    '{"a":"\\ud800","n":%s}}}]},"finishReason":"STOP"}]}\n\n' % _BIG),
+}
+
+
+@pytest.mark.parametrize("name", list(WHOLE_INPUTS_WITH_A_LONE_SURROGATE))
+def test_a_whole_input_with_a_big_integer_and_a_lone_surrogate_keeps_its_text(both, name):
+    # Before: feed() raised TypeError ("str is not valid UTF-8") from orjson.dumps of the input.
+    body = WHOLE_INPUTS_WITH_A_LONE_SURROGATE[name].encode()
+    seen = []
+    for impl in both:
+        result = impl.reassemble(body, format="auto")
+        seen.append([(c.id, c.raw_arguments, c.error and c.error.kind) for c in result.tool_calls])
+    assert seen[0] == seen[1]
+    (_, raw, _), = seen[0]
+    assert "\\ud800" in raw and _BIG in raw  # the text as sent, the escape and the integer exact

@@ -233,12 +233,14 @@ def test_binary_bodies_every_format(spark, tmp_path):
 
 
 def test_pretty_printed_documents_give_their_calls_and_errors(spark):
-    # A non-streamed response's calls and an error body's message, as the library reads them.
-    bodies = [orjson.dumps(DOCUMENTS[name], option=orjson.OPT_INDENT_2) for name in ("openai-chat", "error")]
+    # A non-streamed response's calls (of each format) and an error body's message, as the library reads them.
+    names = ("openai-chat", "error", "anthropic", "openai-responses", "gemini", "ollama")
+    bodies = [orjson.dumps(DOCUMENTS[name], option=orjson.OPT_INDENT_2) for name in names]
     df = spark.createDataFrame([(i, b.decode()) for i, b in enumerate(bodies)], "k long, body string")
     rows = _collect(cs_spark.reassemble(df), "k")
+    paris = json.dumps({"city": "Paris"}, separators=(",", ":"))
     assert [(r["k"], r["id"], r["arguments"]) for r in rows if r["choice"] is not None] == [
-        (0, "call_1", json.dumps({"city": "Paris"}, separators=(",", ":")))]
+        (0, "call_1", paris), (2, "toolu_1", paris), (3, "call_1", paris), (4, None, paris), (5, None, paris)]
     assert [r["stream_errors"] for r in rows if r["k"] == 1] == [
         ["in-band error at byte 0: invalid_request_error: Incorrect API key provided: sk-***}"]]
 

@@ -36,7 +36,7 @@ from typing import Iterator
 
 import orjson
 
-from .._formats.registry import DEFAULT_FRAMING, TERMINATORS
+from .._formats.registry import DEFAULT_FRAMING, TERMINATORS, WHOLE
 from .._limits import Limits, as_numbers
 from .._wire.framing import _IN_STRING, _STRUCTURE, EVENTSTREAM, JSONARRAY, JSONDOCS, NDJSON, SSE, choose, parse_headers
 
@@ -291,6 +291,9 @@ class Splitter:
         # Responses told apart by an id their every chunk carries: Gemini's responseId, an OpenAI
         # chat chunk's id in JSON lines (_new_id); the id of the one in progress.
         self._by_id = self.format == "gemini" or (self.format == "openai-chat" and framing == NDJSON)
+        # JSON lines of a format whose response may come whole (not streamed), one a line: each such
+        # line is a response of its own (_whole_lines); how to tell one, or None.
+        self._whole = WHOLE.get(self.format) if framing == NDJSON else None
 
     def error_cuts(self, segment: bytes) -> list[int]:
         """Return the cuts inside one stream's bytes that an in-band error event makes (OpenAI style).
@@ -354,6 +357,11 @@ class Splitter:
         # is inside a line, and a line start looked for from there would be no line's start).
         floor = pos
         while True:
+            if self.at_response_start and self._whole is not None:
+                pos, told = self._whole_lines(buf, pos, final, cuts)
+                if not told:
+                    return cuts, pos  # (the line that tells is not all here yet)
+                floor = pos
             if self.at_response_start or self._value is not None:
                 went = self._lone_values(buf, pos, final, cuts)
                 if went < 0:
@@ -460,6 +468,30 @@ class Splitter:
             if end < 0:
                 return -1
             self._value = None
+            if end < n or not final:
+                cuts.append(end)
+            pos = end
+
+    def _whole_lines(self, buf: bytes, pos: int, final: bool, cuts: list[int]) -> tuple[int, bool]:
+        """Cut after each line that is a whole response (one not streamed) where a response begins.
+
+        Return (where it stopped, whether that is told): told, the first line that is no whole
+        response begins there (events: the scan goes on by the framing's rules), or nothing does;
+        else the line there runs past buf, and more bytes are needed to tell.
+        """
+        n = len(buf)
+        while True:
+            m = _CONTENT.search(buf, pos)
+            if m is None:
+                return pos, True  # (blanks: still where a response begins)
+            line = _line_at(buf, m.start(), final)
+            if line is None and n - m.start() <= self._line_cap:
+                return pos, False
+            # (a line longer than the accumulators take is no response of its own: they drop it)
+            if line is None or not self._whole(_parse_line(line[0])):  # type: ignore[misc]
+                self.at_response_start = False
+                return m.start(), True
+            end = line[1]
             if end < n or not final:
                 cuts.append(end)
             pos = end

@@ -26,8 +26,13 @@ _FIELDS = ("text", "reasoning")  # the Result field that kind of text is in
 
 
 def claims(event: str | None, obj: Any) -> bool:
-    """Tell whether an event is an Anthropic Messages stream event."""
-    return type(obj) is dict and type(obj.get("type")) is str and obj["type"] in _EVENTS
+    """Tell whether an event is an Anthropic Messages stream event, or a whole Message (a response not streamed)."""
+    return type(obj) is dict and type(obj.get("type")) is str and (obj["type"] in _EVENTS or is_whole(obj))
+
+
+def is_whole(obj: Any) -> bool:
+    """Tell whether a JSON object is a Message not streamed: type "message", its content blocks in it."""
+    return type(obj) is dict and obj.get("type") == "message" and type(obj.get("content")) is list
 
 
 class State:
@@ -85,8 +90,26 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
         acc.complete(None, None)
     elif kind == "error":
         state.error("in-band error", error_text(obj.get("error", obj)), offset, obj)
+    elif is_whole(obj):
+        whole_message(acc, state, obj, offset)
     elif kind != "ping" and not (type(kind) is str and kind in SDK_DERIVED):
         state.error("unexpected shape", f"unknown event type {kind!r}", offset, obj)
+
+
+def whole_message(acc: Sink, state: StreamState, message: dict, offset: int | None) -> None:
+    """A Message not streamed (a JSON body): read as the events its stream would have brought.
+
+    message_start (the Message with no content yet), a start and a stop for each content block,
+    whole (a tool_use block's input is its call's arguments, as a start's input is that no delta
+    follows), message_delta with its stop reason and message_stop: so the turn gives the Message back.
+    """
+    handle(acc, state, None, {"type": "message_start", "message": {**message, "content": []}}, offset)
+    for index, block in enumerate(message["content"]):
+        handle(acc, state, None, {"type": "content_block_start", "index": index, "content_block": block}, offset)
+        handle(acc, state, None, {"type": "content_block_stop", "index": index}, offset)
+    stop = {key: message[key] for key in ("stop_reason", "stop_sequence") if key in message}
+    handle(acc, state, None, {"type": "message_delta", "delta": stop}, offset)
+    handle(acc, state, None, {"type": "message_stop"}, offset)
 
 
 def turn_of(state: StreamState) -> AnthropicTurn:

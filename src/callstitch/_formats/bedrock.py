@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._text import compact_json
 from .._turns import bedrock as _turn
 from .._turns.partial_json import keep_input_piece
 
@@ -29,9 +30,14 @@ def _unwrap(event: str | None, obj: Any) -> tuple[str | None, Any]:
 
 
 def claims(event: str | None, obj: Any) -> bool:
-    """Tell whether an event is a ConverseStream event."""
+    """Tell whether an event is a ConverseStream event, or a whole Converse response (one not streamed)."""
     name, _ = _unwrap(event, obj)
-    return name in _EVENTS or (event is not None and event.endswith("Exception"))
+    return name in _EVENTS or (event is not None and event.endswith("Exception")) or is_whole(obj)
+
+
+def is_whole(obj: Any) -> bool:
+    """Tell whether a JSON object is a Converse response (not streamed): its message under output."""
+    return type(obj) is dict and type(obj.get("output")) is dict and type(obj["output"].get("message")) is dict
 
 
 class State:
@@ -46,6 +52,9 @@ class State:
 def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one ConverseStream event."""
     name, body = _unwrap(event, obj)
+    if name is None and is_whole(obj):
+        _whole(acc, state, obj, offset)
+        return
     if name is not None and name.endswith("Exception"):
         message = body.get("message") if type(body) is dict else body
         state.error("in-band error", f"{name}: {message}", offset, obj)
@@ -159,6 +168,66 @@ def _metadata(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int 
 def _message_start(acc: Sink, state: StreamState, turn: Any, body: dict, offset: int | None, obj: Any) -> None:
     """messageStart: the role."""
     turn.role = body.get("role")
+
+
+_STOP_FIELDS = ("stopReason", "additionalModelResponseFields")  # a response's fields that messageStop carries
+
+
+def _whole(acc: Sink, state: StreamState, response: dict, offset: int | None) -> None:
+    """A Converse response not streamed (a JSON body): read as the events its stream would have brought.
+
+    messageStart with the role, each content block as its start, deltas and stop, messageStop
+    with the stop reason, metadata with the rest (usage, metrics …): so the turn gives it back.
+    """
+    message = response["output"]["message"]
+    handle(acc, state, "messageStart", {"role": message.get("role")}, offset)
+    content = message.get("content")
+    for index, block in enumerate(content if type(content) is list else ()):
+        for event, body in _block_events(block):
+            handle(acc, state, event, {"contentBlockIndex": index, **body}, offset)
+        handle(acc, state, "contentBlockStop", {"contentBlockIndex": index}, offset)
+    handle(acc, state, "messageStop", {k: v for k, v in response.items() if k in _STOP_FIELDS}, offset)
+    rest = {k: v for k, v in response.items() if k != "output" and k not in _STOP_FIELDS}
+    if rest:
+        handle(acc, state, "metadata", rest, offset)
+
+
+def _block_events(block: Any) -> list[tuple[str, dict]]:
+    """Return the events (name, body without the index) a content block of a Converse message streams as."""
+    if type(block) is not dict or len(block) != 1:
+        return [("contentBlockStart", {"start": block})]  # kept as it came (a block of no shape Converse has)
+    (kind, value), = block.items()
+    if kind == "text":
+        return [("contentBlockDelta", {"delta": {"text": value}})]
+    if kind == "toolUse" and type(value) is dict:
+        start = {k: v for k, v in value.items() if k != "input"}
+        events = [("contentBlockStart", {"start": {"toolUse": start}})]
+        if value.get("input") is not None:
+            events.append(("contentBlockDelta", {"delta": {"toolUse": {"input": compact_json(value["input"]).decode()}}}))
+        return events
+    if kind == "toolResult" and type(value) is dict:
+        start = {k: v for k, v in value.items() if k != "content"}
+        events = [("contentBlockStart", {"start": {"toolResult": start}})]
+        if type(value.get("content")) is list:
+            events.append(("contentBlockDelta", {"delta": {"toolResult": value["content"]}}))
+        return events
+    if kind == "reasoningContent" and type(value) is dict and len(value) == 1:
+        text = value.get("reasoningText")
+        if type(text) is dict and type(text.get("text")) is str:
+            events = [("contentBlockDelta", {"delta": {"reasoningContent": {"text": text["text"]}}})]
+            if "signature" in text:
+                events.append(("contentBlockDelta", {"delta": {"reasoningContent": {"signature": text["signature"]}}}))
+            return events
+        if "redactedContent" in value:
+            return [("contentBlockDelta", {"delta": {"reasoningContent": value}})]
+    if kind == "citationsContent" and type(value) is dict and type(value.get("citations")) is list:
+        parts = value.get("content")
+        texts = [part["text"] for part in parts if type(part) is dict and type(part.get("text")) is str] \
+            if type(parts) is list else []
+        if len(texts) == (len(parts) if type(parts) is list else 0) and len(texts) <= 1:
+            return ([("contentBlockDelta", {"delta": {"text": text}}) for text in texts]
+                    + [("contentBlockDelta", {"delta": {"citation": c}}) for c in value["citations"]])
+    return [("contentBlockStart", {"start": block})]
 
 
 # What each ConverseStream event does; any other name is reported as unknown.

@@ -20,8 +20,13 @@ _EVENTS = IGNORED_EVENTS | frozenset(("message-start", "content-start", "content
 
 
 def claims(event: str | None, obj: Any) -> bool:
-    """Tell whether an event is a Cohere v2 chat stream event."""
-    return type(obj) is dict and type(obj.get("type")) is str and obj["type"] in _EVENTS
+    """Tell whether an event is a Cohere v2 chat stream event, or a whole v2 chat response (one not streamed)."""
+    return type(obj) is dict and (type(obj.get("type")) is str and obj["type"] in _EVENTS or is_whole(obj))
+
+
+def is_whole(obj: Any) -> bool:
+    """Tell whether a JSON object is a v2 chat response (not streamed): its message beside its finish reason."""
+    return type(obj) is dict and type(obj.get("message")) is dict and "finish_reason" in obj and "type" not in obj and "choices" not in obj
 
 
 def _message(obj: dict) -> Any:
@@ -35,6 +40,9 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
         state.error("unexpected shape", "an event must be a JSON object", offset, obj)
         return
     kind = obj.get("type")
+    if kind is None and is_whole(obj):
+        _whole(acc, state, obj, offset)
+        return
     turn = state.turn
     if turn is None:
         turn = state.turn = _turn.CohereTurn()
@@ -116,6 +124,38 @@ def _message_start(acc: Sink, turn: Any, obj: dict) -> None:
     plan = message.get("tool_plan") if type(message) is dict else None
     if type(plan) is str and plan:
         acc.text_piece(0, 1, plan)
+
+
+def _whole(acc: Sink, state: StreamState, response: dict, offset: int | None) -> None:
+    """A v2 chat response not streamed (a JSON body): read as the events its stream would have brought.
+
+    message-start (the message's fields the stream does not rebuild), the tool plan, each content
+    block started whole and ended, each tool call started whole and ended, each citation, the
+    logprobs as content deltas, and message-end with the rest: so the turn gives it back.
+    """
+    message = response["message"]
+
+    def event(kind: str, **fields: Any) -> None:
+        handle(acc, state, None, {"type": kind, **fields}, offset)
+
+    def listed(field: str) -> list:
+        return message[field] if type(message.get(field)) is list else []
+
+    event("message-start", id=response.get("id"),
+          delta={"message": {k: v for k, v in message.items() if k not in _turn.REBUILT}})
+    if type(message.get("tool_plan")) is str and message["tool_plan"]:
+        event("tool-plan-delta", delta={"message": {"tool_plan": message["tool_plan"]}})
+    for index, call in enumerate(listed("tool_calls")):
+        event("tool-call-start", index=index, delta={"message": {"tool_calls": call}})
+        event("tool-call-end", index=index)
+    for index, block in enumerate(listed("content")):
+        event("content-start", index=index, delta={"message": {"content": block}})
+        event("content-end", index=index)
+    for citation in listed("citations"):
+        event("citation-start", delta={"message": {"citations": citation}})
+    for logprobs in response["logprobs"] if type(response.get("logprobs")) is list else ():
+        event("content-delta", logprobs=logprobs, delta={"message": {"content": {}}})
+    event("message-end", delta={k: v for k, v in response.items() if k not in ("id", "message", "logprobs")})
 
 
 # The events only the turn needs: what each notes in the record (_turns/cohere.py).

@@ -23,8 +23,14 @@ _PIECES = {"response.mcp_call_arguments.delta": "arguments", "response.code_inte
 
 
 def claims(event: str | None, obj: Any) -> bool:
-    """Tell whether an event is a Responses API stream event."""
-    return type(obj) is dict and type(obj.get("type")) is str and obj["type"].startswith("response.")
+    """Tell whether an event is a Responses API stream event, or a whole response (one not streamed)."""
+    return type(obj) is dict and (type(obj.get("type")) is str and obj["type"].startswith("response.")
+                                  or is_whole(obj))
+
+
+def is_whole(obj: Any) -> bool:
+    """Tell whether a JSON object is a response not streamed: the `response` object itself, its output in it."""
+    return type(obj) is dict and obj.get("object") == "response" and type(obj.get("output")) is list and "type" not in obj
 
 
 class State:
@@ -44,6 +50,8 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
         return
     kind = obj.get("type")
     if type(kind) is not str:
+        if is_whole(obj):
+            _whole(acc, state, obj, offset)
         return  # like any event type it does not know (JSON values may be unhashable: no lookups)
     apply = _APPLY.get(kind)
     if apply is not None:  # else text done events, annotations …: the done item and the response repeat them
@@ -126,6 +134,40 @@ def _end(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None
     else:
         state.complete = True
     acc.complete(None, None)
+
+
+# Where an output item's texts are, by item type: (the list of parts, each part type's text field
+# and which text of the choice it is: 0 output text, 1 reasoning, 2 refusal), as the deltas bring them.
+_ITEM_TEXTS = {"message": (("content", {"output_text": ("text", 0), "refusal": ("refusal", 2)}),),
+               "reasoning": (("summary", {"summary_text": ("text", 1)}), ("content", {"reasoning_text": ("text", 1)}))}
+
+
+def _whole(acc: Sink, state: StreamState, response: dict, offset: int | None) -> None:
+    """A response not streamed (a JSON body): read as the events its stream would have brought.
+
+    Each output item's texts, as their deltas would come; each call's item added and done, its
+    arguments whole; then the end event of its status (completed, incomplete, failed), which
+    carries the response itself: so the turn gives it back as it came.
+    """
+    for item in response["output"]:
+        kind = item.get("type") if type(item) is dict else None
+        if type(kind) is not str:  # (JSON values may be unhashable: no lookups)
+            continue
+        for field, parts in _ITEM_TEXTS.get(kind, ()):
+            for part in item[field] if type(item.get(field)) is list else ():
+                found = parts.get(part["type"]) if type(part) is dict and type(part.get("type")) is str else None
+                if found is not None and type(part.get(found[0])) is str:
+                    acc.text_piece(0, found[1], part[found[0]])
+        if kind in ("function_call", "custom_tool_call"):
+            custom = kind == "custom_tool_call"
+            if _item(acc, state, item, done=False, custom=custom, offset=offset) != _DROPPED:
+                _item(acc, state, item, done=True, custom=custom, offset=offset)
+    status = response.get("status")
+    end = f"response.{status}" if status in ("completed", "incomplete", "failed") else None
+    if end is not None:
+        _end(acc, state, end, {"type": end, "response": response}, offset)
+    else:  # queued or in progress (a background response, asked for before it ended): kept, not ended
+        keep_turn(state).end({"type": f"response.{status}", "response": response}, True)
 
 
 def _error(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | None) -> None:

@@ -5,7 +5,7 @@ framing its streams come in, the terminator that ends one response in a capture 
 batch splitting), where it stands in auto-detection, and the compiled twin's fast-path code, if
 it has one. ``register`` adds a format and updates, in place, every table derived from the
 entries: ``ADAPTERS``, ``DETECTION``, ``DEFAULT_FRAMING``, ``TERMINATORS``, ``FAST_CODES``,
-``CLOSERS`` and ``STATES`` (an adapter's ``State`` class: what its format remembers between
+``CLOSERS``, ``WHOLE`` and ``STATES`` (an adapter's ``State`` class: what its format remembers between
 events, one object per stream). Modules that hold one of these tables see a format registered
 later (the tables are never rebound).
 
@@ -54,6 +54,9 @@ DEFAULT_FRAMING: dict[str, str] = {AUTO: SSE}  # the framing when the first byte
 TERMINATORS: dict[str, re.Pattern] = {}
 FAST_CODES: dict[str, int] = {}
 STATES: dict[str, type] = {}       # the adapters' State classes, for those that remember something
+# The adapters' is_whole(obj), for formats whose response may come not streamed, as one JSON object
+# of a shape no event has (a batch file of them one a line is cut after each: _batch.split).
+WHOLE: dict[str, Callable] = {}
 CLOSERS: dict[str, Callable] = {}  # the adapters' close(acc, state), for those that have one
 # What a stream of each format starts with, in one lookup (StreamState, once per stream): the
 # framing when its first bytes do not tell, and its State class (None: it keeps none).
@@ -75,6 +78,8 @@ def register(fmt: Format) -> Format:
         STATES[fmt.name] = fmt.adapter.State
     if hasattr(fmt.adapter, "close"):
         CLOSERS[fmt.name] = fmt.adapter.close
+    if hasattr(fmt.adapter, "is_whole"):
+        WHOLE[fmt.name] = fmt.adapter.is_whole
     STARTS[fmt.name] = (DEFAULT_FRAMING[fmt.name], STATES.get(fmt.name))
     ranked = sorted(ENTRIES.values(), key=lambda entry: entry.rank)
     DETECTION[:] = [(entry.name, entry.adapter.claims) for entry in ranked]
@@ -84,7 +89,7 @@ def register(fmt: Format) -> Format:
 def unregister(name: str) -> None:
     """Remove a format registered before (for tests that add a toy one)."""
     del ENTRIES[name]
-    for table in (ADAPTERS, DEFAULT_FRAMING, TERMINATORS, FAST_CODES, STATES, CLOSERS, STARTS):
+    for table in (ADAPTERS, DEFAULT_FRAMING, TERMINATORS, FAST_CODES, STATES, CLOSERS, WHOLE, STARTS):
         table.pop(name, None)
     DETECTION[:] = [pair for pair in DETECTION if pair[0] != name]
 

@@ -14,7 +14,7 @@ from typing import Any
 from .fresh import fresh
 
 # The message-start fields the response rebuilds from the stream itself.
-_REBUILT = ("role", "content", "tool_plan", "tool_calls", "citations")
+REBUILT = ("role", "content", "tool_plan", "tool_calls", "citations")
 
 
 class CohereTurn:
@@ -57,7 +57,7 @@ def start(turn: CohereTurn, obj: dict, message: Any) -> None:
     """Note message-start: the id and the message's fields the stream does not rebuild."""
     turn.id = obj.get("id")
     if type(message) is dict:
-        turn.extra = {k: v for k, v in message.items() if k not in _REBUILT}
+        turn.extra = {k: v for k, v in message.items() if k not in REBUILT}
 
 
 def open_block(turn: CohereTurn, acc: Any, content: Any) -> None:
