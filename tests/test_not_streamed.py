@@ -15,7 +15,8 @@ import os
 import pytest
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "captures")
-FORMATS = {"anthropic-messages": "anthropic", "openai-responses": "openai-responses", "bedrock-converse": "bedrock", "cohere-v2": "cohere"}
+FORMATS = {"anthropic-messages": "anthropic", "openai-responses": "openai-responses", "bedrock-converse": "bedrock",
+           "cohere-v2": "cohere", "openai-chat": "openai-chat", "gemini": "gemini"}
 
 
 def _captures():
@@ -174,7 +175,9 @@ def _documents(fmt):
 
 
 WRITTEN = {"pretty": (lambda d: json.dumps(d, indent=2), "\n"), "lines": (json.dumps, "\n"),
-           "crlf-lines": (json.dumps, "\r\n")}
+           "crlf-lines": (json.dumps, "\r\n"),
+           # bodies joined with no line end between (cat of files that end without one)
+           "glued-pretty": (lambda d: json.dumps(d, indent=2), ""), "glued": (json.dumps, "")}
 
 
 @pytest.mark.usefixtures("every_twin")
@@ -182,7 +185,10 @@ WRITTEN = {"pretty": (lambda d: json.dumps(d, indent=2), "\n"), "lines": (json.d
 @pytest.mark.parametrize("fmt", sorted(set(FORMATS.values())))
 @pytest.mark.parametrize("block", [97, 1 << 20])
 def test_responses_not_streamed_back_to_back_are_each_a_stream(every_twin, tmp_path, monkeypatch, fmt, written, block):
-    # Before: a file of them one a line was one stream (JSON lines), every call in it.
+    # Before: a file of them one a line was one stream (JSON lines), every call in it; and so was
+    # a file of them glued ("}{"), with no call read at all.
+    if fmt == "gemini" and written == "glued":
+        pytest.skip("a Gemini response is a chunk like any other: glued on one line, it is told from none")
     import callstitch
     from callstitch._batch import settings
     documents = _documents(fmt)
@@ -291,3 +297,69 @@ def test_the_command_line_gives_one_stream_per_body_not_streamed(tmp_path):
     assert done.returncode == 0, done.stderr
     turns = [json.loads(line)["response"] for line in done.stdout.splitlines()]
     assert turns == documents  # each body one stream, its turn the body itself
+
+
+# -- what a log of them holds besides: error bodies, damaged lines, odd text (found by review) ------
+
+def _message(i, text="t"):
+    return {"id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude",
+            "content": [{"type": "text", "text": text},
+                        {"type": "tool_use", "id": f"toolu_{i}", "name": "f", "input": {"city": f"c{i}"}}],
+            "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 1}}
+
+
+OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+LOGS = {
+    # Before: each line after the first that was no whole response went into that line's stream.
+    "an error body between": [_message(0), OVERLOADED, _message(1), _message(2)],
+    "an error body first": [OVERLOADED, _message(0), _message(1)],
+    "a damaged line between": [_message(0), b'{"id":"msg_x","type":"mess', _message(1)],
+    "text between": [_message(0), b"upstream connect error", b"", _message(1)],
+    # orjson refuses a lone surrogate escape; the accumulators read it (the text keeps it)
+    "a lone surrogate": [_message(0), _message(1, "\ud800"), _message(2)],
+}
+
+
+@pytest.mark.usefixtures("every_twin")
+@pytest.mark.parametrize("block", [61, 1 << 20])
+@pytest.mark.parametrize("name", list(LOGS))
+def test_each_line_of_a_log_of_bodies_not_streamed_is_its_own_stream(every_twin, tmp_path, monkeypatch, name, block):
+    import callstitch
+    from callstitch._batch import settings
+    lines = [line if isinstance(line, bytes) else json.dumps(line).encode("utf-8", "surrogatepass") for line in LOGS[name]]
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(settings, "BLOCK", block)
+    monkeypatch.setattr(settings, "PROBE", (block,))
+    responses = [line for line in lines if line]  # (a blank line is none)
+    expected = [(k, c.id, c.arguments) for k, line in enumerate(responses)
+                for c in every_twin.reassemble(line, format="anthropic").tool_calls]
+    for fmt in ("anthropic", "auto"):
+        batch = callstitch.reassemble_many([str(path)], format=fmt)
+        assert [(r["stream"], r["id"], r["arguments"]) for r in batch] == expected
+        assert batch.summary.streams == len(responses)
+
+
+def test_a_first_line_too_long_to_tell_the_format_by_is_still_cut_under_auto(every_twin, tmp_path, monkeypatch):
+    # Found by review: detection read only the head of the first line (settings.PROBE_MORE, 16 MiB),
+    # said "auto", and the file was one stream, the second call's input lost.
+    import callstitch
+    from callstitch._batch import settings
+    monkeypatch.setattr(settings, "PROBE", (64,))
+    monkeypatch.setattr(settings, "PROBE_MORE", 256)
+    lines = [json.dumps(_message(0, "x" * 5000)), json.dumps(_message(1))]
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    batch = callstitch.reassemble_many([str(path)])
+    assert [(r["stream"], r["id"], r["arguments"]) for r in batch] == [(0, "toolu_0", {"city": "c0"}),
+                                                                        (1, "toolu_1", {"city": "c1"})]
+
+
+def test_two_messages_read_as_one_stream_keep_each_tool_input(both):
+    # Found by review: the second Message's tool_use block at index 1 again lost its input ({}), as
+    # the first's index was marked as streamed.
+    body = json.dumps(_message(0)).encode() + b"\n" + json.dumps(_message(1)).encode() + b"\n"
+    for impl in both:
+        result = impl.reassemble(body, format="anthropic")
+        assert [(c.id, c.arguments) for c in result.tool_calls] == [("toolu_0", {"city": "c0"}),
+                                                                    ("toolu_1", {"city": "c1"})]

@@ -10,10 +10,10 @@ import orjson
 
 from .._formats import ollama as _ollama
 from .._formats.registry import DEFAULT_FRAMING
-from .._wire.framing import choose
+from .._wire.framing import NDJSON, choose
 from . import settings
 from .sources import Problem
-from .split import _prelude_ok
+from .split import ValueEnd, _prelude_ok
 
 CONTAINERS = ("auto", "body", "jsonl", "har")
 _HAR_HEAD = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"log"\s*:')  # (a BOM first: Windows tools write one)
@@ -28,6 +28,12 @@ def detect(head: bytes, format: str) -> tuple[str, str]:
     framing = choose(head, final=True, otherwise=DEFAULT_FRAMING[format]) or DEFAULT_FRAMING[format]
     if format != "auto":
         return format, framing
+    if framing == NDJSON:
+        # Bodies joined with no line end between ("{...}{...}"): the first body alone tells, as
+        # the first line would (glued onto it, the second made the line no JSON value).
+        first = ValueEnd().end(head, len(head) - len(head.lstrip()), len(head))
+        if 0 < first and head[first:first + 1] == b"{":
+            head = head[:first]
     for size in settings.PROBE + ((len(head),) if len(head) > settings.PROBE[-1] else ()):
         acc = settings.Accumulator(format="auto")
         acc.feed(head[:size])

@@ -32,11 +32,12 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from typing import Iterator
+from typing import Any, Iterator
 
 import orjson
 
-from .._formats.registry import DEFAULT_FRAMING, TERMINATORS, WHOLE
+from .._formats.dispatch import decode_payload
+from .._formats.registry import ADAPTERS, DEFAULT_FRAMING, DETECTION, TERMINATORS, WHOLE
 from .._limits import Limits, as_numbers
 from .._wire.framing import _IN_STRING, _STRUCTURE, EVENTSTREAM, JSONARRAY, JSONDOCS, NDJSON, SSE, choose, parse_headers
 
@@ -59,6 +60,8 @@ _CUT, _CONFIRM, _PASS = 1, 2, 3
 _SSE_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n?|\n)")
 _LINE_END = re.compile(rb"\r?\n|\r")
 _CONTENT = re.compile(rb"[^ \t\r\n]")
+_BLANKS = re.compile(rb"[ \t]*")
+_LINE_BREAK = re.compile(rb"[\r\n]")
 _SSE_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")  # how an SSE line may start
 _BLANK_OR_COMMENT = re.compile(rb"(?:[ \t\r\n]+|:[^\r\n]*[\r\n])*")  # blank lines, SSE comments (keep-alives)
 _TYPE_CONTEXT = re.compile(rb'(?:"type"\s*:\s*"|[\r\n]event:[ ]?)$')
@@ -283,6 +286,7 @@ class Splitter:
         # JSON documents back to back (JSONDOCS): where the scan stands in them, from the source's start.
         self._document = ValueEnd()
         self._documents = 0   # documents begun so far
+        self._closed = False  # a document closed, and no line break has come since
 
     def _set_framing(self, framing: str) -> None:
         """Scan by this framing's rules from now on (a source of documents may go on in another: _between)."""
@@ -293,7 +297,11 @@ class Splitter:
         self._by_id = self.format == "gemini" or (self.format == "openai-chat" and framing == NDJSON)
         # JSON lines of a format whose response may come whole (not streamed), one a line: each such
         # line is a response of its own (_whole_lines); how to tell one, or None.
-        self._whole = WHOLE.get(self.format) if framing == NDJSON else None
+        self._whole = (WHOLE.get(self.format, _any_whole if self.format == "auto" else None)
+                       if framing == NDJSON else None)
+        self._whole_seen = False  # a line that is a whole response has come in this source
+        adapter = ADAPTERS.get(self.format)
+        self._event = (lambda obj: adapter.claims(None, obj)) if adapter is not None else _any_event
 
     def error_cuts(self, segment: bytes) -> list[int]:
         """Return the cuts inside one stream's bytes that an in-band error event makes (OpenAI style).
@@ -321,8 +329,12 @@ class Splitter:
         if self.framing == JSONDOCS:
             return self._scan_documents(buf, pos, final)
         if self._needle is None:
-            return [], len(buf)
-        cuts: list[int] = []
+            if self._whole is None or not self.at_response_start:
+                return [], len(buf)
+            cuts: list[int] = []
+            pos, told = self._whole_lines(buf, pos, final, cuts)  # (a source whose format is not known yet)
+            return cuts, (len(buf) if told else pos)
+        cuts = []
         n = len(buf)
         if self._running:
             e = self._event_end(buf, pos, final)
@@ -477,24 +489,62 @@ class Splitter:
 
         Return (where it stopped, whether that is told): told, the first line that is no whole
         response begins there (events: the scan goes on by the framing's rules), or nothing does;
-        else the line there runs past buf, and more bytes are needed to tell.
+        else the line there runs past buf, and more bytes are needed to tell. Several responses
+        glued on one line ("{...}{...}": bodies joined with no line end) are cut apart. Each
+        value is read once, to its end only, however long the line it is on.
         """
         n = len(buf)
         while True:
             m = _CONTENT.search(buf, pos)
             if m is None:
                 return pos, True  # (blanks: still where a response begins)
-            line = _line_at(buf, m.start(), final)
-            if line is None and n - m.start() <= self._line_cap:
-                return pos, False
-            # (a line longer than the accumulators take is no response of its own: they drop it)
-            if line is None or not self._whole(_parse_line(line[0])):  # type: ignore[misc]
-                self.at_response_start = False
-                return m.start(), True
-            end = line[1]
+            at = m.start()
+            stop = min(n, at + self._line_cap)  # (a longer one the accumulators drop: no response of its own)
+            close = ValueEnd().end(buf, at, stop) if buf[at] == 0x7B else -1
+            broken = _LINE_BREAK.search(buf, at, close if close > 0 else stop)
+            if broken is not None or buf[at] != 0x7B:  # (a value on one line has no line break in it)
+                if not self._whole_seen:
+                    return self._no_whole_line(at)
+                # A line that is no JSON value among whole responses (cut short, or other text):
+                # a response of its own, which its accumulator reports as malformed.
+                line = _LINE_END.search(buf, at)
+                if line is None or (line.end() == n and buf[n - 1] == 0x0D and not final):
+                    if not final and n - at <= self._line_cap:
+                        return pos, False  # (its end, or a CR that may be half a CRLF, decides)
+                    return self._no_whole_line(at)
+                if line.end() < n or not final:
+                    cuts.append(line.end())
+                pos = line.end()
+                continue
+            if close < 0:
+                if stop == n and not final:
+                    return pos, False  # the value goes on past buf
+                return self._no_whole_line(at)  # past the line cap, or cut short by the end
+            after = _BLANKS.match(buf, close).end()  # type: ignore[union-attr]  # (it matches "" too)
+            if not final and (after == n or (buf[after] == 0x0D and after + 1 == n)):
+                return pos, False  # what follows the value decides (a CR may be half a CRLF)
+            follows = buf[after:after + 1]
+            if follows not in (b"", b"\r", b"\n", b"{"):
+                return self._no_whole_line(at)
+            obj = _payload(buf[at:close])
+            # An error body is a response of its own (a server sends it instead of any); so is, in
+            # a source whose responses come whole, a line that is no event of the format (one that
+            # does not parse, say): the next response begins after it, whatever it was.
+            own = type(obj) is dict and (obj.get("error") is not None or obj.get("type") == "error") or (
+                self._whole_seen and not self._event(obj))
+            if not own:
+                if not self._whole(obj):  # type: ignore[misc]
+                    return self._no_whole_line(at)
+                self._whole_seen = True
+            end = close if follows == b"{" else _LINE_END.search(buf, after).end() if follows else n  # type: ignore[union-attr]
             if end < n or not final:
                 cuts.append(end)
             pos = end
+
+    def _no_whole_line(self, at: int) -> tuple[int, bool]:
+        """The line at `at` is no whole response: events begin there, read by the framing's rules."""
+        self.at_response_start = False
+        return at, True
 
     def _event_end(self, buf: bytes, pos: int, final: bool) -> re.Match | None:
         """Return the first event end at or after pos: a blank line over SSE, a line end over NDJSON.
@@ -691,6 +741,7 @@ class Splitter:
             pos = document.end(buf, pos, n)
             if pos < 0:
                 break
+            self._closed = True  # (until a line break: a "{" glued on is the next document)
         if n:
             self.at_line_start = buf[n - 1] in b"\r\n"
         return cuts, n
@@ -705,9 +756,17 @@ class Splitter:
         while True:
             m = _CONTENT.search(buf, pos)
             if m is None:
+                if self._closed and (buf.find(b"\n", pos) >= 0 or buf.find(b"\r", pos) >= 0):
+                    self._closed = False
                 return -1
             at = m.start()
             brk = max(buf.rfind(b"\n", pos, at), buf.rfind(b"\r", pos, at))
+            glued = self._closed and brk < 0 and buf[at] in b"{["  # right after a document, on its line
+            self._closed = False
+            if glued:  # a document glued onto the one before (bodies joined with no line end between)
+                cuts.append(at)
+                self._documents += 1
+                return at + 1
             if brk >= 0:
                 line_start, own_line = brk + 1, True
             else:
@@ -882,6 +941,27 @@ def _chunk_then_more(buf: bytes, line_start: int, n: int) -> bool:
     if e is None or e.end() == n or _CONTENT.search(buf, e.end(), n) is None:
         return False  # (a CR at the end may be half a CRLF; more may come)
     return _parse_line(buf[line_start:e.start()]) is not None
+
+
+_NOT_JSON = object()
+
+
+def _payload(text: bytes) -> Any:
+    """Return the JSON value of an event's text as the accumulators read it (lone surrogates, big numbers), or _NOT_JSON."""
+    try:
+        return decode_payload(text)
+    except (orjson.JSONDecodeError, ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _any_event(obj: Any) -> bool:
+    """Tell whether a JSON value is an event (or a whole response) of any format."""
+    return any(claims(None, obj) for _, claims in DETECTION)
+
+
+def _any_whole(obj: Any) -> bool:
+    """Tell whether a JSON value is a whole response of any format (a source whose format is not known yet)."""
+    return any(whole(obj) for whole in WHOLE.values())
 
 
 def _parse_line(line: bytes):

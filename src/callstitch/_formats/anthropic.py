@@ -260,6 +260,7 @@ def start_tool(acc: Sink, state: StreamState, index: int, call_id: Any, name: An
     notes: State = state.notes
     again = index in notes.tools
     notes.tools[index] = initial
+    notes.streamed.discard(index)  # (a new block at an index another had, a second Message's: its own input)
     return None if again else True  # (None: a tool block at its index before: a block more, counted as any other)
 
 

@@ -282,6 +282,11 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
     handle_chunk(acc, state, obj, offset)
 
 
+def is_whole(obj: Any) -> bool:
+    """Tell whether a JSON object is a chat completion not streamed (its choices' messages in it)."""
+    return type(obj) is dict and obj.get("object") == "chat.completion" and type(obj.get("choices")) is list
+
+
 def claims(event: str | None, obj: Any) -> bool:
     """Tell whether an event is an OpenAI-style chat-completion chunk."""
     return type(obj) is dict and ("choices" in obj or obj.get("object") == "chat.completion.chunk")
