@@ -93,6 +93,19 @@ def test_a_responses_body_of_each_status(both, name):
             assert result.to_response() == document
 
 
+def _reads_whole(both, fmt, document, calls, texts):
+    """Read document with both twins, fmt named and auto: its calls, (text, reasoning, finish reason), no error, itself back."""
+    for impl in both:
+        for named in (fmt, "auto"):
+            result = impl.reassemble(json.dumps(document).encode(), format=named)
+            assert result.errors == []
+            assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == calls
+            first = result.choices[0]
+            assert (first.text, first.reasoning, first.finish_reason) == texts
+            assert result.to_response() == document
+    return result
+
+
 def test_an_anthropic_message_read_whole_keeps_every_block(both):
     message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                "content": [{"type": "thinking", "thinking": "Hmm.", "signature": "c2ln"},
@@ -104,15 +117,10 @@ def test_an_anthropic_message_read_whole_keeps_every_block(both):
                            {"type": "tool_use", "id": "toolu_2", "name": "now", "input": {}}],
                "stop_reason": "tool_use", "stop_sequence": None, "container": None,
                "usage": {"input_tokens": 10, "output_tokens": 5, "server_tool_use": {"web_search_requests": 1}}}
-    for impl in both:
-        result = impl.reassemble(json.dumps(message).encode(), format="auto")
-        assert result.errors == []
-        assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
-            ("toolu_1", "get_weather", {"city": "Paris"}), ("toolu_2", "now", {})]
-        assert (result.choices[0].text, result.choices[0].reasoning, result.choices[0].finish_reason) == (
-            "Let me look.", "Hmm.", "tool_use")
-        assert result.to_response() == message
-        assert result.to_message() == {"role": "assistant", "content": message["content"]}
+    result = _reads_whole(both, "anthropic", message,
+                          [("toolu_1", "get_weather", {"city": "Paris"}), ("toolu_2", "now", {})],
+                          ("Let me look.", "Hmm.", "tool_use"))
+    assert result.to_message() == {"role": "assistant", "content": message["content"]}
 
 
 def test_a_converse_response_read_whole_keeps_every_block(both):
@@ -127,15 +135,9 @@ def test_a_converse_response_read_whole_keeps_every_block(both):
         {"toolUse": {"toolUseId": "tooluse_3", "name": "now", "input": {}}},
     ]}}, "stopReason": "tool_use", "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
         "metrics": {"latencyMs": 100}, "additionalModelResponseFields": {"x": 1}}
-    for impl in both:
-        for named in ("bedrock", "auto"):
-            result = impl.reassemble(json.dumps(response).encode(), format=named)
-            assert result.errors == []
-            assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
-                ("tooluse_1", "get_weather", {"city": "Paris"}), ("tooluse_3", "now", {})]
-            first = result.choices[0]
-            assert (first.text, first.reasoning, first.finish_reason) == ("Looking.Cited.", "Think.", "tool_use")
-            assert result.to_response() == response
+    _reads_whole(both, "bedrock", response,
+                 [("tooluse_1", "get_weather", {"city": "Paris"}), ("tooluse_3", "now", {})],
+                 ("Looking.Cited.", "Think.", "tool_use"))
 
 
 def test_a_cohere_response_read_whole_keeps_plan_calls_content_citations_and_logprobs(both):
@@ -148,15 +150,9 @@ def test_a_cohere_response_read_whole_keeps_plan_calls_content_citations_and_log
         "citations": [{"start": 0, "end": 4, "text": "Sure", "sources": []}]},
         "usage": {"billed_units": {"input_tokens": 5, "output_tokens": 3}, "tokens": {"input_tokens": 70}},
         "logprobs": [{"token_ids": [1], "logprobs": [-0.1]}]}
-    for impl in both:
-        for named in ("cohere", "auto"):
-            result = impl.reassemble(json.dumps(response).encode(), format=named)
-            assert result.errors == []
-            assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
-                ("get_weather_1", "get_weather", {"city": "Paris"}), ("now_2", "now", {})]
-            first = result.choices[0]
-            assert (first.text, first.reasoning, first.finish_reason) == ("Sure.", "I will look it up.Hm.", "TOOL_CALL")
-            assert result.to_response() == response
+    _reads_whole(both, "cohere", response,
+                 [("get_weather_1", "get_weather", {"city": "Paris"}), ("now_2", "now", {})],
+                 ("Sure.", "I will look it up.Hm.", "TOOL_CALL"))
 
 
 # -- many in one file (batch) ----------------------------------------------------------------------

@@ -60,8 +60,6 @@ _CUT, _CONFIRM, _PASS = 1, 2, 3
 _SSE_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n?|\n)")
 _LINE_END = re.compile(rb"\r?\n|\r")
 _CONTENT = re.compile(rb"[^ \t\r\n]")
-_BLANKS = re.compile(rb"[ \t]*")
-_LINE_BREAK = re.compile(rb"[\r\n]")
 _SSE_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")  # how an SSE line may start
 _BLANK_OR_COMMENT = re.compile(rb"(?:[ \t\r\n]+|:[^\r\n]*[\r\n])*")  # blank lines, SSE comments (keep-alives)
 _TYPE_CONTEXT = re.compile(rb'(?:"type"\s*:\s*"|[\r\n]event:[ ]?)$')
@@ -489,54 +487,45 @@ class Splitter:
 
         Return (where it stopped, whether that is told): told, the first line that is no whole
         response begins there (events: the scan goes on by the framing's rules), or nothing does;
-        else the line there runs past buf, and more bytes are needed to tell. Several responses
-        glued on one line ("{...}{...}": bodies joined with no line end) are cut apart. Each
-        value is read once, to its end only, however long the line it is on.
+        else the line there runs past buf, and more bytes are needed to tell. A line is parsed
+        once, whole (orjson's speed); only one that does not parse is read value by value, for
+        several responses glued on it ("{...}{...}": bodies joined with no line end).
         """
         n = len(buf)
+        line: tuple[int, int] | None = None  # where the line being read ends, and the next begins (once a line)
+        glued = False  # pos is inside that line, just after a value glued to the next
         while True:
             m = _CONTENT.search(buf, pos)
             if m is None:
                 return pos, True  # (blanks: still where a response begins)
             at = m.start()
-            stop = min(n, at + self._line_cap)  # (a longer one the accumulators drop: no response of its own)
-            close = ValueEnd().end(buf, at, stop) if buf[at] == 0x7B else -1
-            broken = _LINE_BREAK.search(buf, at, close if close > 0 else stop)
-            if broken is not None or buf[at] != 0x7B:  # (a value on one line has no line break in it)
-                if not self._whole_seen:
-                    return self._no_whole_line(at)
-                # A line that is no JSON value among whole responses (cut short, or other text):
-                # a response of its own, which its accumulator reports as malformed.
-                line = _LINE_END.search(buf, at)
-                if line is None or (line.end() == n and buf[n - 1] == 0x0D and not final):
+            if not glued:
+                line = _line_end(buf, at, min(n, at + self._line_cap))
+                if line is None or (line[1] == n and buf[n - 1] == 0x0D and not final):
                     if not final and n - at <= self._line_cap:
-                        return pos, False  # (its end, or a CR that may be half a CRLF, decides)
-                    return self._no_whole_line(at)
-                if line.end() < n or not final:
-                    cuts.append(line.end())
-                pos = line.end()
-                continue
-            if close < 0:
-                if stop == n and not final:
-                    return pos, False  # the value goes on past buf
-                return self._no_whole_line(at)  # past the line cap, or cut short by the end
-            after = _BLANKS.match(buf, close).end()  # type: ignore[union-attr]  # (it matches "" too)
-            if not final and (after == n or (buf[after] == 0x0D and after + 1 == n)):
-                return pos, False  # what follows the value decides (a CR may be half a CRLF)
-            follows = buf[after:after + 1]
-            if follows not in (b"", b"\r", b"\n", b"{"):
-                return self._no_whole_line(at)
-            obj = _payload(buf[at:close])
+                        return pos, False  # its end (or a CR that may be half a CRLF) decides
+                    if line is None and n - at > self._line_cap:
+                        return self._no_whole_line(at)  # longer than the accumulators take: they drop it
+            eol, end = line if line is not None else (n, n)
+            obj = _payload(buf[at:eol]) if not glued and buf[at] == 0x7B else _NOT_JSON
+            glued = False
+            if obj is _NOT_JSON and buf[at] == 0x7B:  # several values on the line? the first alone
+                close = ValueEnd().end(buf, at, eol)
+                after = _CONTENT.search(buf, close, eol) if close > 0 else None
+                if close > 0 and (after is None or buf[after.start()] == 0x7B):
+                    obj = _payload(buf[at:close])
+                    if after is not None:  # (else the line's last value: the line end is its end)
+                        end, glued = close, True
             # An error body is a response of its own (a server sends it instead of any); so is, in
             # a source whose responses come whole, a line that is no event of the format (one that
             # does not parse, say): the next response begins after it, whatever it was.
-            own = type(obj) is dict and (obj.get("error") is not None or obj.get("type") == "error") or (
-                self._whole_seen and not self._event(obj))
-            if not own:
-                if not self._whole(obj):  # type: ignore[misc]
+            if type(obj) is dict and (obj.get("error") is not None or obj.get("type") == "error"):
+                pass
+            elif obj is _NOT_JSON or not self._whole(obj):  # type: ignore[misc]
+                if not self._whole_seen or (obj is not _NOT_JSON and self._event(obj)):
                     return self._no_whole_line(at)
+            else:
                 self._whole_seen = True
-            end = close if follows == b"{" else _LINE_END.search(buf, after).end() if follows else n  # type: ignore[union-attr]
             if end < n or not final:
                 cuts.append(end)
             pos = end
@@ -941,6 +930,19 @@ def _chunk_then_more(buf: bytes, line_start: int, n: int) -> bool:
     if e is None or e.end() == n or _CONTENT.search(buf, e.end(), n) is None:
         return False  # (a CR at the end may be half a CRLF; more may come)
     return _parse_line(buf[line_start:e.start()]) is not None
+
+
+def _line_end(buf: bytes, pos: int, stop: int) -> tuple[int, int] | None:
+    """Return where the first line end in buf[pos:stop] starts and ends (CR, LF or CRLF), or None.
+
+    Two byte searches (memchr), not _LINE_END's alternation, which steps byte by byte: a log of
+    whole responses is looked through line by line (_whole_lines).
+    """
+    lf = buf.find(b"\n", pos, stop)
+    cr = buf.find(b"\r", pos, lf if lf >= 0 else stop)
+    if cr < 0:
+        return (lf, lf + 1) if lf >= 0 else None
+    return cr, cr + 2 if buf[cr + 1:cr + 2] == b"\n" else cr + 1
 
 
 _NOT_JSON = object()

@@ -221,11 +221,10 @@ def _block_events(block: Any) -> list[tuple[str, dict]]:
         if "redactedContent" in value:
             return [("contentBlockDelta", {"delta": {"reasoningContent": value}})]
     if kind == "citationsContent" and type(value) is dict and type(value.get("citations")) is list:
-        parts = value.get("content")
-        texts = [part["text"] for part in parts if type(part) is dict and type(part.get("text")) is str] \
-            if type(parts) is list else []
-        if len(texts) == (len(parts) if type(parts) is list else 0) and len(texts) <= 1:
-            return ([("contentBlockDelta", {"delta": {"text": text}}) for text in texts]
+        parts = value["content"] if type(value.get("content")) is list else []
+        # (a stream brings one text a block, so several are kept as sent: below)
+        if len(parts) <= 1 and all(type(part) is dict and type(part.get("text")) is str for part in parts):
+            return ([("contentBlockDelta", {"delta": {"text": part["text"]}}) for part in parts]
                     + [("contentBlockDelta", {"delta": {"citation": c}}) for c in value["citations"]])
     return [("contentBlockStart", {"start": block})]
 

@@ -26,7 +26,8 @@ def claims(event: str | None, obj: Any) -> bool:
 
 def is_whole(obj: Any) -> bool:
     """Tell whether a JSON object is a v2 chat response (not streamed): its message beside its finish reason."""
-    return type(obj) is dict and type(obj.get("message")) is dict and "finish_reason" in obj and "type" not in obj and "choices" not in obj
+    return (type(obj) is dict and type(obj.get("message")) is dict and "finish_reason" in obj
+            and "type" not in obj and "choices" not in obj)
 
 
 def _message(obj: dict) -> Any:
