@@ -66,7 +66,9 @@ def test_nesting_100000_deep(both):
     result = both_agree(both, body)
     assert result.errors[0].kind == "malformed chunk"
     call, = result.tool_calls
-    assert call.arguments is None and call.error.kind in ("malformed", "not an object")
+    # First seen after an event that could not be read, its arguments do not parse (too deep for
+    # the parser, like that event): it reads as cut, saying its start may have been in that event.
+    assert call.arguments is None and call.error.kind == "truncated" and "could not be read" in call.error.detail
 
 
 def test_numbers_with_10000_digits(both):

@@ -443,7 +443,10 @@ def test_malformed_chunk_is_reported_and_skipped(impl):
     bad = b'data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"argum\n\n'
     tail = chunk([tool_delta(0, arguments="1}")]) + chunk([tool_delta(1, id="call_2", name="g", arguments="{}")])
     result = impl.reassemble(head + bad + tail + DONE)
-    assert summary(result) == [("call_1", "f", {"a": 1}), ("call_2", "g", {})]
+    # The chunk skipped held a piece of call_1 ("argum..."): call_1 is cut there, not {"a": 1},
+    # which parses but is not what was sent; call_2, started after it, comes through whole.
+    assert summary(result) == [("call_1", "f", None), ("call_2", "g", {})]
+    assert result.tool_calls[0].raw_arguments == '{"a": ' and "could not be read" in result.tool_calls[0].error.detail
     assert len(result.errors) == 1
     err = result.errors[0]
     assert isinstance(err, callstitch.StreamError) and isinstance(err, ValueError)

@@ -432,6 +432,23 @@ def test_integers_beyond_a_double_reach_the_rows_exactly(spark):
     assert row.error is None and json.loads(row.arguments) == {"n": big}
 
 
+def test_a_call_an_unreadable_chunk_held_a_piece_of_is_a_cut_row(spark):
+    # A chunk cut short in the middle of a call: its row is cut (no arguments, the reason), never
+    # arguments that parse without the piece; as a body and as a list of chunks alike.
+    start = '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function",' \
+            '"function":{"name":"f","arguments":"{\\"a\\": 1"}}]}}]}'
+    cut = '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":", \\"b'
+    end = '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}}]}'
+    chunks = [start, cut, end]
+    body = "".join(f"data: {c}\n\n" for c in chunks).encode()
+    assert callstitch.reassemble(body).tool_calls[0].raw_arguments == '{"a": 1'
+    (row,) = cs_spark.reassemble(spark.createDataFrame([(1, body)], "k int, body binary")).collect()
+    assert row.arguments is None and "could not be read" in row.error and row.stream_errors
+    df = spark.createDataFrame([(1, chunks)], "k int, chunks array<string>")
+    (row,) = cs_spark.reassemble(df, body_col="chunks", format="openai-chat").collect()
+    assert row.arguments is None and "could not be read" in row.error and row.stream_errors
+
+
 def test_a_1000_deep_call_is_written_raw_with_its_reason(spark, tmp_path):
     # orjson reads arguments nested up to 1,023 deep but writes only 254 levels; the fallback
     # raised RecursionError past ~1,000, which failed the task, and with it the job.

@@ -61,4 +61,4 @@ def test_an_accumulator_without_a_sink_method_is_caught(tmp_path):
     out = _mypy(["nocut.py"], tmp_path)
     assert out.returncode == 1
     assert '(expression has type "NoCut", variable has type "EventSink")' in out.stdout, out.stdout
-    assert 'cut_open: expected "Callable[[], None]"' in out.stdout, out.stdout
+    assert 'cut_open: expected "Callable[[int], None]"' in out.stdout, out.stdout

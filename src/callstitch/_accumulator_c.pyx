@@ -720,7 +720,7 @@ Reassemble the tool calls of one streamed response.
                     pos += 1
                 continue
             if self._es_skipped >= 0:
-                _framing.skipped(self._state, self._es_skipped, self._offset + pos)
+                _framing.skipped(self, self._state, self._es_skipped, self._offset + pos)
                 self._es_skipped = -1
             total = es_be32(b + pos)
             if total > self._max_event:
@@ -736,7 +736,7 @@ Reassemble the tool calls of one streamed response.
                 break
             end = pos + total - 4
             if es_crc32(b + pos, total - 4) != es_be32(b + end):
-                _framing.crc_mismatch(self._state, self._offset + pos)
+                _framing.crc_mismatch(self, self._state, self._offset + pos)
             else:
                 head = es_be32(b + pos + 4)
                 self._message(b + pos + 12, head, b + pos + 12 + head, end - pos - 12 - head, self._offset + pos)
@@ -753,7 +753,7 @@ Reassemble the tool calls of one streamed response.
             if self._es_headers is None:
                 self._es_headers = {}
             key = (<const char *>raw)[:rn]
-            headers = _read_headers(self._state, self._es_headers, key, offset)
+            headers = _read_headers(self, self._state, self._es_headers, key, offset)
             if headers is None:
                 return 0
             self._es_last_raw = key
@@ -1059,12 +1059,12 @@ Reassemble the tool calls of one streamed response.
             if self._es_skipped >= 0:
                 self._offset += m
                 del self._tail[:]
-                _framing.skipped(self._state, self._es_skipped, self._offset)
+                _framing.skipped(self, self._state, self._es_skipped, self._offset)
                 self._es_skipped = -1
             self._es_drop = 0
             m = PyByteArray_GET_SIZE(self._tail)
             if m:
-                _framing.ends_inside(self._state, bytes(self._tail), self._offset)
+                _framing.ends_inside(self, self._state, bytes(self._tail), self._offset)
                 self._offset += m
                 del self._tail[:]
             _close(self, self._state)

@@ -152,7 +152,7 @@ def settle_arguments(data: bytes | bytearray, cumulative: list[int] | None, last
 
 def make_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
               cumulative: list[int] | None, last_start: int, bits: int, cut: int = 0,
-              parsed: Any = None, custom: bool = False, long_run: bool | None = None, late: bool = False) -> ToolCall:
+              parsed: Any = None, custom: bool = False, long_run: bool | None = None, late: int = 0) -> ToolCall:
     """Build one finished ToolCall from a slot's state: its arguments parsed once.
 
     cut: 0, or the limit (a _limits.CUT_* code) the arguments went past, the rest dropped; they
@@ -160,10 +160,11 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
     value, when the call arrived whole with them already parsed (data is then their compact JSON).
     custom: an OpenAI custom tool call, whose input text is its arguments, as sent. long_run:
     whether data holds a run of digits an integer beyond 64 bits needs (loads_exact), when the
-    caller has looked (the compiled twin, in C); None to look when parsing. late: the call was
-    first seen after an event dropped at Limits.event_bytes; when its arguments do not parse, or
-    none came (that event may have held them all: a call may get its name after its first
-    pieces), it reads as truncated, saying so, rather than as malformed or as taking none.
+    caller has looked (the compiled twin, in C); None to look when parsing. late: 0, or the CUT_*
+    code of an event lost (over Limits.event_bytes, unreadable) before the call was first seen;
+    when its arguments do not parse, or none came (that event may have held them all: a call may
+    get its name after its first pieces), it reads as truncated, saying so, rather than as
+    malformed or as taking none.
     """
     if custom:
         return _custom_call(choice, index, call_id, name, data, cumulative, bits, cut, late)
@@ -184,7 +185,7 @@ def make_call(choice: int, index: int, call_id: str | None, name: str | None, da
 
 
 def _custom_call(choice: int, index: int, call_id: str | None, name: str | None, data: bytes | bytearray,
-                 cumulative: list[int] | None, bits: int, cut: int, late: bool) -> ToolCall:
+                 cumulative: list[int] | None, bits: int, cut: int, late: int) -> ToolCall:
     """Build a custom (free-form) call: its input is any text, kept exactly as sent, never parsed (late: see make_call)."""
     if cumulative is not None and len(cumulative) > 1:
         # The slot keeps only the latest of fragments that each began with the one before: no

@@ -1,4 +1,4 @@
-"""Limits that keep a hostile or broken stream from taking unbounded memory."""
+"""Limits that keep a hostile or broken stream from taking unbounded memory, and the cuts they (or damage) make."""
 
 from __future__ import annotations
 
@@ -12,23 +12,30 @@ UNLIMITED = 1 << 62  # what None becomes inside the accumulators: a number no st
 CUT_CALL_BYTES = 1
 CUT_STREAM_BYTES = 2
 CUT_EVENT_BYTES = 3  # an event dropped for its size may have held a piece of the call
+CUT_UNREADABLE = 4  # so may an event that could not be read (a malformed chunk, a damaged message)
 CUT_LIMITS = {CUT_CALL_BYTES: "call_bytes", CUT_STREAM_BYTES: "stream_bytes", CUT_EVENT_BYTES: "event_bytes"}
+# How the event lost before a call was first seen was lost, by the CUT_* code it cuts with
+_LOST = {CUT_EVENT_BYTES: "an event went past Limits.event_bytes and was dropped",
+         CUT_UNREADABLE: "an event could not be read (a malformed chunk) and was skipped"}
 
 
-def cut_detail(cut: int, late: bool, what: str = "arguments", none_came: bool = False) -> str:
-    """Say why a call reads as truncated: the limit (a CUT_* code, or 0) it went past, and whether it came late.
+def cut_detail(cut: int, late: int, what: str = "arguments", none_came: bool = False) -> str:
+    """Say why a call reads as truncated: the cut (a CUT_* code, or 0) that ended it, and whether it came late.
 
-    late: the call was first seen after an event dropped at Limits.event_bytes, which may have
-    held its start; a late call is reported so when it is cut, when its arguments do not parse, or
-    when none came (none_came).
+    late: 0, or the CUT_* code of an event lost (CUT_EVENT_BYTES, CUT_UNREADABLE) before the call
+    was first seen, which may have held its start; a late call is reported so when it is cut,
+    when its arguments do not parse, or when none came (none_came).
     """
-    went_past = f"went past Limits.{CUT_LIMITS[cut]} and was dropped" if cut else ""
+    if cut == CUT_UNREADABLE:
+        rest = (f"was dropped after an event that could not be read (a malformed chunk), which may have held "
+                f"a piece of the {what}")
+    else:
+        rest = f"went past Limits.{CUT_LIMITS[cut]} and was dropped" if cut else ""
     if not late:
-        return f"the rest of the {what} {went_past}"
-    start = (f"the call was first seen after an event went past Limits.event_bytes and was dropped; that "
-             f"event may have held the start of its {what}")
+        return f"the rest of the {what} {rest}"
+    start = f"the call was first seen after {_LOST[late]}; that event may have held the start of its {what}"
     if cut:
-        return f"{start}, and the rest of them {went_past}"
+        return f"{start}, and the rest of them {rest}"
     return f"{start}: none came after it" if none_came else f"{start}, which do not parse without it"
 
 
@@ -107,6 +114,16 @@ def line_dropped(state: Any, limit: int, offset: int, what: str = "line") -> Non
 def event_dropped(state: Any, limit: int, offset: int) -> None:
     """Record that an over-long event (its data lines together) was dropped; cut_open() follows."""
     state.error("limit", f"{describe('event_bytes', limit)} exceeded by an event; the event is dropped", offset)
+
+
+def event_unreadable(acc: Any, state: Any, detail: str, offset: int | None, data: Any = None) -> None:
+    """Record an event that could not be read, and cut every call and text open: it may have held a piece of them.
+
+    A call missing a piece may still parse, as something the server never sent: cut, it reads as
+    truncated instead (a limit or damage may cut a call, never alter it).
+    """
+    state.error("malformed chunk", detail, offset, data)
+    acc.cut_open(CUT_UNREADABLE)
 
 
 def call_cut(state: Any, limit: int, call_id: Any, name: Any, offset: int | None) -> None:

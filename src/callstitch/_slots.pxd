@@ -24,7 +24,7 @@ cdef class Slot:
     cdef bint shared
     cdef object parsed
     cdef bint custom
-    cdef bint late
+    cdef int late
     cdef object end
 
 
@@ -54,7 +54,7 @@ cdef class SlotBook:
     cdef list _lazy
     cdef Py_ssize_t _lazy_bound
     cdef bint _full
-    cdef bint _dropped
+    cdef int _dropped
     cdef set _capped
     cdef Py_ssize_t _own_kept
     cdef bint _own_full
@@ -102,7 +102,7 @@ cdef class SlotBook:
     cpdef object call_at(self, object choice, object index)
     cdef _cap(self, str name, str first)
     @cython.locals(slot=Slot, t=Text)
-    cpdef cut_open(self)
+    cpdef cut_open(self, int cause=*)
 
     @cython.locals(t=Text)
     cpdef text_piece(self, object choice, int which, str text)

@@ -52,7 +52,7 @@ class Slot:
     shared: bool
     parsed: Any
     custom: bool
-    late: bool
+    late: int
     end: JsonEnd | CutText | None
 
 
@@ -81,7 +81,7 @@ def new_slot(choice: Any, seq: int, position: int) -> Slot:
     slot.shared = False  # a call handed over holds buf: copy it before it changes (_unshare)
     slot.parsed = None  # the arguments as a value, when the call arrived whole with them parsed
     slot.custom = False  # an OpenAI custom tool call: its input text is the arguments, never parsed
-    slot.late = False  # first seen after a dropped event (Limits.event_bytes), which may have held its start
+    slot.late = 0  # first seen after an event lost (its CUT_* code: too big, unreadable), which may have held its start
     slot.end = None  # where its arguments' text stands as JSON, once asked whether they are complete (_complete)
     return slot
 
@@ -140,7 +140,7 @@ class SlotBook:
     _lazy: list[ToolCall] | None
     _lazy_bound: int
     _full: bool
-    _dropped: bool
+    _dropped: int
     _capped: set[str] | None
     _own_kept: int
     _own_full: bool
@@ -168,8 +168,9 @@ class SlotBook:
         self._lazy = None
         self._lazy_bound = 0  # an upper bound on what those take once re-encoded
         self._full = False  # Limits.stream_bytes was reached
-        # An event was dropped (Limits.event_bytes): no text is kept after it, nor a call that starts without its name.
-        self._dropped = False
+        # An event was lost (the CUT_* code: too big for Limits.event_bytes, or unreadable): no text
+        # is kept after it, nor a call that starts without its name.
+        self._dropped = 0
         self._capped = None  # the limits on calls and choices already reported, once one is
         # The bytes of the events whose fields the turn keeps of its own (keep_own), against
         # Limits.stream_bytes apart from calls and texts; past it, none more is kept.
@@ -395,10 +396,10 @@ class SlotBook:
         slot = new_slot(choice, len(self._slots), cs.count)
         if self._dropped:
             if name is None:
-                # A call starting without its name after a dropped event: its start was in it. Keep none of it.
-                slot.over = CUT_EVENT_BYTES
+                # A call starting without its name after a lost event: its start was in it. Keep none of it.
+                slot.over = self._dropped
             else:
-                slot.late = True
+                slot.late = self._dropped
         cs.count += 1
         self._slots.append(slot)
         self._open.append(slot)
@@ -621,14 +622,17 @@ class SlotBook:
         """
         self._state.framing = framing
 
-    def cut_open(self) -> None:
-        """Cut every call still open and every text: the event just dropped may have held a piece of them."""
+    def cut_open(self, cause: int = CUT_EVENT_BYTES) -> None:
+        """Cut every call still open and every text: the event just lost may have held a piece of them.
+
+        cause: how it was lost, CUT_EVENT_BYTES (over Limits.event_bytes) or CUT_UNREADABLE.
+        """
         for slot in self._slots:
             if not slot.over:
                 # A call built whole already stays whole, unless a piece of it comes after all
                 # (_append); one built broken (at [DONE], say) may have had its rest in the event,
                 # and one built without its name may have had the name (a call may get it late).
-                slot.over = CUT_EVENT_BYTES
+                slot.over = cause
                 if slot.call is not None and (slot.call.error is not None or slot.name is None):
                     slot.call_nfrags = -1
                 slot.pending = 0  # a surrogate pending at the cut is cut with it
@@ -636,8 +640,8 @@ class SlotBook:
             self._wholes -= 1
             slot = self._route(choice, self._wholes, call_id, name, False)  # type: ignore[assignment]
             if slot is not None:
-                slot.over = CUT_EVENT_BYTES
-        self._dropped = True
+                slot.over = cause
+        self._dropped = cause
         for texts in self._texts.values():
             for t in texts:
                 if t is not None:

@@ -15,6 +15,7 @@ import orjson
 
 from . import openai_chat as _openai_chat
 from .._exactjson import REFUSED, exact, long_digit_run, past_double, read_standard
+from .._limits import event_unreadable
 from .inband import error_text
 from .registry import ADAPTERS, AUTO, CLOSERS, DETECTION, names, new_state
 
@@ -125,10 +126,14 @@ def handle_event(acc: Sink, state: StreamState, event: str | None, data: bytes, 
     try:
         obj = decode_payload(data, long_run)
     except (orjson.JSONDecodeError, ValueError) as exc:
-        kind = "in-band error" if event == "error" else "malformed chunk"
-        state.error(kind, f"not valid JSON ({exc})", offset, data)
-        if state.framing == "ndjson" and stripped[:1] not in (b"{", b"["):
-            state.note_stray(data.rstrip(b" \t\r\n"), offset)  # not even cut JSON: an HTML page, noise, SSE
+        if event == "error":
+            state.error("in-band error", f"not valid JSON ({exc})", offset, data)
+        elif stripped[:1] in (b"{", b"["):  # a chunk damaged or cut: it may have held a piece of what is open
+            event_unreadable(acc, state, f"not valid JSON ({exc})", offset, data)
+        else:  # not even cut JSON (a keep-alive word, an HTML page, noise): no piece of a call
+            state.error("malformed chunk", f"not valid JSON ({exc})", offset, data)
+            if state.framing == "ndjson":
+                state.note_stray(data.rstrip(b" \t\r\n"), offset)
         return
     handle_parsed(acc, state, event, obj, offset)
 

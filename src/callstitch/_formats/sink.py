@@ -106,6 +106,15 @@ class Sink(Protocol):
     def no_event(self) -> None:
         """Say that what follows comes with no event of the stream (its end): a limit it reaches has no offset."""
 
+    def cut_open(self, cause: int = ...) -> None:
+        """Cut every call still open and every text, after losing an event: too big (the default) or unreadable.
+
+        cause: a _limits.CUT_* code, CUT_EVENT_BYTES or CUT_UNREADABLE. The lost event may have
+        held a piece of any of them: each call not yet handed over reads as truncated and keeps
+        nothing more, one handed over broken is cut, one handed over whole is cut too if a piece of
+        it comes after all, and no text keeps anything more (cut, never holed).
+        """
+
 
 class EventSink(Sink, Protocol):
     """What a framer other than the twin's own SSE framing (NDJSON, AWS event stream, JSON array) hands events to.
@@ -115,14 +124,6 @@ class EventSink(Sink, Protocol):
 
     def event(self, event: str | None, data: bytes, offset: int) -> None:
         """Handle one framed event: its name (SSE event, event-stream type) or None, its payload, its byte offset."""
-
-    def cut_open(self) -> None:
-        """Cut every call still open and every text, after dropping an event over Limits.event_bytes.
-
-        The dropped event may have held a piece of any of them: each call not yet handed over reads
-        as truncated and keeps nothing more, one handed over broken is cut, one handed over whole
-        is cut too if a piece of it comes after all, and no text keeps anything more (cut, never holed).
-        """
 
 
 class Halting(Protocol):

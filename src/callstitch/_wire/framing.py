@@ -15,7 +15,7 @@ import struct
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from .._limits import line_dropped
+from .._limits import event_unreadable, line_dropped
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
     from .._state import StreamState
@@ -407,7 +407,7 @@ class EventStreamFramer:
                     break
                 end = pos + total - 4
                 if zlib.crc32(view[pos:end]) != _CRC.unpack_from(buf, end)[0]:
-                    crc_mismatch(self._state, self._offset + pos)
+                    crc_mismatch(self._acc, self._state, self._offset + pos)
                 else:
                     start = pos + _PRELUDE
                     self._message(bytes(view[start:start + headers_len]), bytes(view[start + headers_len:end]),
@@ -427,7 +427,7 @@ class EventStreamFramer:
         return pos
 
     def _message(self, raw: bytes, payload: bytes, offset: int) -> None:
-        headers = read_headers(self._state, self._headers, raw, offset)
+        headers = read_headers(self._acc, self._state, self._headers, raw, offset)
         if headers is None:
             return
         kind = headers.get(":message-type", "event")
@@ -438,7 +438,7 @@ class EventStreamFramer:
 
     def _report_skipped(self, upto: int) -> None:
         if self._skipped_from is not None:
-            skipped(self._state, self._skipped_from, upto)
+            skipped(self._acc, self._state, self._skipped_from, upto)
             self._skipped_from = None
 
     def end(self) -> None:
@@ -450,7 +450,7 @@ class EventStreamFramer:
         if self._drop:
             self._drop = 0
         if self._buf:
-            ends_inside(self._state, bytes(self._buf), self._offset)
+            ends_inside(self._acc, self._state, bytes(self._buf), self._offset)
             self._offset += len(self._buf)
             del self._buf[:]
 
@@ -458,14 +458,14 @@ class EventStreamFramer:
 # What an event-stream framer does with a message or a problem, written once for the framer above
 # and the compiled twin's own.
 
-def read_headers(state: StreamState, cache: dict, raw: bytes, offset: int) -> dict | None:
+def read_headers(acc: EventSink, state: StreamState, cache: dict, raw: bytes, offset: int) -> dict | None:
     """Return a message's headers, read once per distinct block (a stream repeats a few); None if unreadable."""
     headers = cache.get(raw)
     if headers is None:
         try:
             headers = parse_headers(raw)
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
-            state.error("malformed chunk", f"event-stream headers unreadable ({exc})", offset)
+            event_unreadable(acc, state, f"event-stream headers unreadable ({exc})", offset)
             return None
         if len(cache) < 64:
             cache[raw] = headers
@@ -479,19 +479,19 @@ def not_an_event(state: StreamState, headers: dict, kind: str, payload: bytes, o
     state.error("in-band error", f"{name}: {detail}", offset, payload)
 
 
-def crc_mismatch(state: StreamState, offset: int) -> None:
-    """Record a message whose CRC does not match (it is skipped)."""
-    state.error("malformed chunk", "event-stream message CRC mismatch; message skipped", offset)
+def crc_mismatch(acc: EventSink, state: StreamState, offset: int) -> None:
+    """Record a message whose CRC does not match (it is skipped, and cuts what is open)."""
+    event_unreadable(acc, state, "event-stream message CRC mismatch; message skipped", offset)
 
 
-def skipped(state: StreamState, start: int, upto: int) -> None:
-    """Record the bytes skipped after a damaged prelude, up to the next good one."""
-    state.error("malformed chunk", f"event-stream prelude damaged; skipped {upto - start} bytes", start)
+def skipped(acc: EventSink, state: StreamState, start: int, upto: int) -> None:
+    """Record the bytes skipped after a damaged prelude, up to the next good one (they cut what is open)."""
+    event_unreadable(acc, state, f"event-stream prelude damaged; skipped {upto - start} bytes", start)
 
 
-def ends_inside(state: StreamState, left: bytes, offset: int) -> None:
-    """Record bytes at the end of the stream that never made a whole message."""
-    state.error("malformed chunk", f"event stream ends inside a message ({len(left)} bytes)", offset, left[:200])
+def ends_inside(acc: EventSink, state: StreamState, left: bytes, offset: int) -> None:
+    """Record bytes at the end of the stream that never made a whole message (they cut what is open)."""
+    event_unreadable(acc, state, f"event stream ends inside a message ({len(left)} bytes)", offset, left[:200])
 
 
 _FIXED = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}

@@ -1,0 +1,220 @@
+"""An event that cannot be read cuts what is open, as a dropped one does: both twins, every format and framing.
+
+A chunk that is cut or damaged JSON (a proxy's glitch, a connection that broke mid-event), an AWS
+event-stream message whose CRC fails or whose prelude is damaged: each may have held a piece of
+any call still open, or of a text. Before, it was reported at stream level and skipped, and the
+call it held a piece of came out without that piece and without an error of its own: when what
+was left still parsed, the call was silently not the one the server sent. Now it is cut there
+(truncated, saying why, its raw text as kept before the event), exactly as an event dropped at
+Limits.event_bytes cuts it (test_event_limit_cuts.py, whose streams and places this reuses). A
+payload that is not even the start of JSON (a keep-alive word, an HTML line) cuts nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from _formats import es_event
+from _streams import DONE, chunk, finish, tool_delta
+from test_event_limit_cuts import VARIANTS, _texts
+
+import callstitch
+
+DAMAGED = b'{"pad": nope}'  # balanced, so a JSON array's framer hands it over whole: unreadable as JSON
+UNREADABLE = "could not be read (a malformed chunk)"
+
+
+def _bad_crc() -> bytes:
+    message = bytearray(es_event("contentBlockDelta", {"pad": "x"}))
+    message[-1] ^= 0xFF
+    return bytes(message)
+
+
+# variant -> the unreadable event of its framing
+_LOST = {"gemini-array": DAMAGED, "ollama": DAMAGED + b"\n", "bedrock-eventstream": _bad_crc()}
+
+
+def _case(variant: str, at: int) -> tuple:
+    """Return (format, body with the unreadable event put in before event at, that event, the events)."""
+    fmt, events, join, _big = VARIANTS[variant]
+    lost = _LOST.get(variant, b"data: " + DAMAGED + b"\n\n")
+    return fmt, join(events[:at] + [lost] + events[at:]), lost, events
+
+
+def is_cut_unread(call) -> bool:
+    """Tell whether an unreadable event cut the call: truncated, no arguments, saying so."""
+    return (call.arguments is None and call.error is not None and call.error.kind == "truncated"
+            and UNREADABLE in call.error.detail)
+
+
+def _check(impl, variant: str, at: int, got) -> None:
+    fmt, body, lost, events = _case(variant, at)
+    full = impl.reassemble(VARIANTS[variant][2](events), format=fmt)
+    before = impl.Accumulator(format=fmt)
+    handed = {(c.choice, c.index) for c in before.feed(body[:body.index(lost)])}
+    so_far = before.finalize()
+    open_then = {(c.choice, c.index): c for c in so_far.tool_calls if (c.choice, c.index) not in handed}
+    # (Vertex AI's later partialArgs pieces find their call cut: "unexpected shape", as after a drop.)
+    assert [e.offset for e in got.errors if e.kind == "malformed chunk"] == [body.index(lost)]
+    assert len(got.tool_calls) == len(full.tool_calls)
+    for call, want in zip(got.tool_calls, full.tool_calls):
+        key = (want.choice, want.index)
+        assert (call.choice, call.index, call.id, call.name) == (*key, want.id, want.name)
+        if key in open_then:
+            assert is_cut_unread(call), call
+            kept = "" if variant == "vertex-partial-args" else open_then[key].raw_arguments
+            assert call.raw_arguments == kept
+        else:  # handed over before it, or started after it: whole
+            assert call == want and call.arguments == want.arguments and call.error is None
+    assert _texts(got) == _texts(so_far)
+
+
+def _places(variant: str) -> list[int]:
+    return list(range(len(VARIANTS[variant][1]) + 1))
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_an_unreadable_event_cuts_what_is_open_wherever_it_comes(impl, variant):
+    for at in _places(variant):
+        fmt, body, _lost, _events = _case(variant, at)
+        _check(impl, variant, at, impl.reassemble(body, format=fmt))
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_an_unreadable_event_cuts_the_same_split_anywhere_in_it(impl, variant):
+    at = len(VARIANTS[variant][1]) // 2  # mid-stream: a call or a text is open there
+    fmt, body, lost, _events = _case(variant, at)
+    whole = impl.reassemble(body, format=fmt)
+    _check(impl, variant, at, whole)
+    start = body.index(lost)
+    for k in range(max(0, start - 3), min(len(body), start + len(lost) + 3)):
+        acc = impl.Accumulator(format=fmt)
+        acc.feed(body[:k])
+        acc.feed(body[k:])
+        assert acc.finalize() == whole, k
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_twins_agree_on_every_unreadable_event(both, variant):
+    c, py = both
+    for at in _places(variant):
+        fmt, body, _lost, _events = _case(variant, at)
+        assert c.reassemble(body, format=fmt) == py.reassemble(body, format=fmt)
+
+
+def test_something_is_cut_somewhere_in_every_variant(impl):
+    # The tests above would pass on streams where no place cuts anything: each variant has some.
+    for variant in VARIANTS:
+        cuts = 0
+        for at in _places(variant):
+            fmt, body, _lost, events = _case(variant, at)
+            result = impl.reassemble(body, format=fmt)
+            whole = impl.reassemble(VARIANTS[variant][2](events), format=fmt)
+            cuts += sum(map(is_cut_unread, result.tool_calls)) + (_texts(result) != _texts(whole))
+        assert cuts, variant
+
+
+# ---------------------------------------------------------------- the call that used to come out altered
+
+def _chat(*events: bytes) -> bytes:
+    return b"".join(events) + chunk([finish("tool_calls")]) + DONE
+
+
+def _piece(arguments: str, **named) -> bytes:
+    return chunk([tool_delta(0, arguments=arguments, **named)])
+
+
+START = _piece('{"a": 1', id="call_A", name="lookup")
+CUT_PIECE = _piece(', "b": 2')[:-12] + b"\n\n"  # the event cut short: "data: {...", no closing braces
+
+
+def test_a_call_missing_a_piece_that_still_parses_is_cut_not_altered(impl):
+    body = _chat(START, CUT_PIECE, _piece("}"))
+    assert impl.reassemble(_chat(START, _piece(', "b": 2'), _piece("}"))).tool_calls[0].arguments == {"a": 1, "b": 2}
+    result = impl.reassemble(body)
+    (call,) = result.tool_calls
+    # Before: arguments {"a": 1}, no error. The server sent {"a": 1, "b": 2}.
+    assert is_cut_unread(call) and call.raw_arguments == '{"a": 1' and (call.id, call.name) == ("call_A", "lookup")
+    assert call.error.offset == len('{"a": 1') and call.error.call_id == "call_A"
+    (error,) = result.errors
+    assert (error.kind, error.offset) == ("malformed chunk", len(START)) and CUT_PIECE[6:].decode().startswith(error.data)
+    with pytest.raises(callstitch.StreamError):
+        impl.reassemble(body, strict=True)
+
+
+def test_a_word_that_is_no_json_at_all_cuts_nothing(impl):
+    # A keep-alive word or a proxy's text line holds no piece of a call: reported, and the call whole.
+    for noise in (b"data: ping\n\n", b"data: <html>\n\n", b"data: \xff\xfe\n\n"):
+        result = impl.reassemble(_chat(START, noise, _piece(', "b": 2}')))
+        assert result.tool_calls[0].arguments == {"a": 1, "b": 2} and result.tool_calls[0].error is None
+        assert [e.kind for e in result.errors] == ["malformed chunk"]
+
+
+def test_a_call_first_seen_after_an_unreadable_event_says_so_when_it_does_not_parse(impl):
+    # Every piece resends the id and name: a call whose start was in the unreadable event looks as if
+    # it started after it. What came does not parse: cut, and said why, not "trailing data".
+    resent = dict(id="call_A", name="lookup")
+    body = _chat(b"data: " + DAMAGED + b"\n\n", _piece('"q": "tea"}', **resent))
+    (call,) = impl.reassemble(body).tool_calls
+    assert call.error.kind == "truncated" and call.raw_arguments == '"q": "tea"}'
+    assert "first seen after an event could not be read (a malformed chunk)" in call.error.detail
+    # One whose pieces parse is whole; one that starts without its name keeps nothing.
+    (call,) = impl.reassemble(_chat(b"data: " + DAMAGED + b"\n\n", _piece('{"q": "tea"}', **resent))).tool_calls
+    assert call.arguments == {"q": "tea"} and call.error is None
+    (call,) = impl.reassemble(_chat(b"data: " + DAMAGED + b"\n\n", _piece('{"q": "tea"}'))).tool_calls
+    assert is_cut_unread(call) and call.raw_arguments == ""
+
+
+def test_a_call_handed_over_before_the_unreadable_event_stays_whole(impl):
+    # Anthropic closes a block with content_block_stop: the call is handed over whole before the damage.
+    events = VARIANTS["anthropic"][1]
+    stop = next(k for k, e in enumerate(events) if b"content_block_stop" in e and k > 0)
+    body = b"".join(events[:stop + 1]) + b"event: ping\ndata: " + DAMAGED + b"\n\n" + b"".join(events[stop + 1:])
+    result = impl.reassemble(body, format="anthropic")
+    whole = impl.reassemble(b"".join(events), format="anthropic")
+    handed = [c for c in result.tool_calls if c.error is None]
+    assert handed and all(c in whole.tool_calls for c in handed)
+
+
+def test_a_damaged_event_stream_prelude_cuts_the_call_it_was_in(impl):
+    fmt, events, join, _big = VARIANTS["bedrock-eventstream"]
+    at = next(k for k, e in enumerate(events) if b"toolUse" in e and b"contentBlockDelta" in e)
+    damaged = bytearray(events[at])
+    damaged[5] ^= 0xFF  # the prelude's CRC no longer matches: skipped up to the next sound message
+    result = impl.reassemble(join(events[:at] + [bytes(damaged)] + events[at + 1:]), format=fmt)
+    assert any(is_cut_unread(c) for c in result.tool_calls), result.tool_calls
+    assert any("prelude damaged" in e.detail for e in result.errors)
+
+
+def test_every_entry_point_reports_the_cut_call(tmp_path, every_twin):
+    # reassemble_many and the CLI read the same stream: the call is cut there too, with its error.
+    import json
+    import subprocess
+    import sys
+    path = tmp_path / "damaged.sse"
+    path.write_bytes(_chat(START, CUT_PIECE, _piece("}")))
+    (record,) = [r for r in callstitch.reassemble_many([str(path)]) if r.get("name") == "lookup"]
+    assert record["arguments"] is None and UNREADABLE in record["error"]
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path)], capture_output=True, check=False)
+    calls = [json.loads(line) for line in out.stdout.splitlines() if b'"lookup"' in line]
+    assert len(calls) == 1 and calls[0]["arguments"] is None and UNREADABLE in calls[0]["error"], out
+
+
+def test_the_tee_hands_the_cut_call_over_as_cut(impl):
+    from callstitch._tee import Tee
+    seen = []
+    body = _chat(START, CUT_PIECE, _piece("}"))
+    reads = [body[k:k + 7] for k in range(0, len(body), 7)]
+    tee = Tee(iter(reads), "openai-chat", seen.append, accumulator=impl.Accumulator(format="openai-chat"))
+    assert b"".join(tee) == body
+    (call,) = seen
+    assert is_cut_unread(call) and call.raw_arguments == '{"a": 1'
+
+
+def test_a_toolset_refuses_the_cut_call(impl):
+    tools = callstitch.Toolset([{"type": "function", "function": {
+        "name": "lookup", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}])
+    (call,) = impl.reassemble(_chat(START, CUT_PIECE, _piece("}"))).tool_calls
+    verdict = tools.check(call)
+    assert not verdict.ok and [p.kind for p in verdict.problems] == ["truncated"], verdict
+
