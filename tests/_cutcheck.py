@@ -9,15 +9,21 @@ import re
 from typing import Any
 
 
+# What a call's error says when an event that could not be read in full cut it, or came before it
+# (_limits.cut_detail): the same rule as a limit's, and the same stream has the same such events.
+_UNREADABLE = "could not be read in full"
+
+
 def is_cut(call: Any) -> bool:
-    """Tell whether a limit cut the call: it reads as truncated, with no arguments."""
+    """Tell whether a limit (or an unreadable event) cut the call: it reads as truncated, with no arguments."""
     return (call.arguments is None and call.error is not None and call.error.kind == "truncated"
-            and "Limits." in call.error.detail)
+            and ("Limits." in call.error.detail or _UNREADABLE in call.error.detail))
 
 
 def is_late(call: Any) -> bool:
-    """Tell whether a cut call was first seen after a dropped event, which may have held its start."""
-    return is_cut(call) and "first seen after an event went past Limits.event_bytes" in call.error.detail
+    """Tell whether a cut call was first seen after a dropped (or unreadable) event, which may have held its start."""
+    return is_cut(call) and ("first seen after an event went past Limits.event_bytes" in call.error.detail
+                             or f"first seen after an event {_UNREADABLE}" in call.error.detail)
 
 
 def cut_or_whole(limited: Any, unlimited: Any, events_dropped: bool = False) -> list[str]:
@@ -154,8 +160,12 @@ def _same_or_cut(call: Any, ref: Any) -> bool:
             return False
         if ref.quirks:
             return True
-        return (call.raw_arguments in ref.raw_arguments if is_late(call)
-                else ref.raw_arguments.startswith(call.raw_arguments))
+        if is_late(call):
+            # A late call keeps a run of ref's text; when ref itself was cut by an unreadable
+            # event, the text after that event is known to neither: nothing more can be said.
+            ref_cut_unread = is_cut(ref) and _UNREADABLE in ref.error.detail
+            return ref_cut_unread or call.raw_arguments in ref.raw_arguments
+        return ref.raw_arguments.startswith(call.raw_arguments)
     if (call.id, call.name, call.kind) != (ref.id, ref.name, ref.kind):
         return False
     # Its quirks may be fewer: the pieces that showed one (a resent id, say) may have been dropped.

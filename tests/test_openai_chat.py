@@ -596,16 +596,23 @@ GOOD_AFTER = chunk([tool_delta(1, id="call_2", name="g", arguments='{"b": 2}')])
     "a string",
 ], ids=lambda o: json.dumps(o)[:40])
 def test_unexpected_shape_is_reported_and_skipped(impl, obj):
+    # An item of the wrong shape where calls are carried (choices, a choice, a delta, tool_calls,
+    # a call, its function; a chunk that is a list) may have held a piece of call_1, still open:
+    # call_1 is cut there. A field that holds none (content, finish_reason) or a chunk that is a
+    # scalar cuts nothing. call_2, started after it, comes through whole either way.
+    holds_no_piece = obj == "a string" or (type(obj) is dict and (
+        "content" in json.dumps(obj) or "finish_reason" in json.dumps(obj)))
+    first = ("call_1", "f", {"a": 1} if holds_no_piece else None)
     body = GOOD_BEFORE + b"data: " + dumps(obj) + b"\n\n" + GOOD_AFTER
     result = impl.reassemble(body)
-    assert summary(result) == [("call_1", "f", {"a": 1}), ("call_2", "g", {"b": 2})]
+    assert summary(result) == [first, ("call_2", "g", {"b": 2})]
     assert [(e.kind, e.offset) for e in result.errors] == [("unexpected shape", len(GOOD_BEFORE))]
     acc = impl.Accumulator()
     acc.feed_chunk(chunk_obj([tool_delta(0, id="call_1", name="f", arguments='{"a": 1}')]))
     acc.feed_chunk(obj if isinstance(obj, dict) else json.dumps(obj))
     acc.feed_chunk(chunk_obj([tool_delta(1, id="call_2", name="g", arguments='{"b": 2}')]))
     result = acc.finalize()
-    assert summary(result) == [("call_1", "f", {"a": 1}), ("call_2", "g", {"b": 2})]
+    assert summary(result) == [first, ("call_2", "g", {"b": 2})]
     assert [(e.kind, e.offset) for e in result.errors] == [("unexpected shape", None)]
 
 
@@ -637,7 +644,10 @@ def test_unexpected_shape_in_one_call_keeps_the_others(impl):
     obj = chunk_obj([tool_deltas(call_obj(0, "call_a", "f", "{}"), {"index": "1", "id": "bad"},
                                  call_obj(2, "call_c", "h", '{"c": 3}'))])
     result = impl.reassemble(b"data: " + dumps(obj) + b"\n\n")
-    assert summary(result) == [("call_a", "f", {}), ("call_c", "h", {"c": 3})]
+    # The call whose index is no integer may have been a piece of call_a, open before it: call_a is
+    # cut (keeping "{}"); call_c, started after it, is whole.
+    assert summary(result) == [("call_a", "f", None), ("call_c", "h", {"c": 3})]
+    assert result.tool_calls[0].raw_arguments == "{}" and result.tool_calls[0].error.kind == "truncated"
     assert [e.kind for e in result.errors] == ["unexpected shape"]
 
 

@@ -6,11 +6,15 @@ any call still open, or of a text. Before, it was reported at stream level and s
 call it held a piece of came out without that piece and without an error of its own: when what
 was left still parsed, the call was silently not the one the server sent. Now it is cut there
 (truncated, saying why, its raw text as kept before the event), exactly as an event dropped at
-Limits.event_bytes cuts it (test_event_limit_cuts.py, whose streams and places this reuses). A
-payload that is not even the start of JSON (a keep-alive word, an HTML line) cuts nothing.
+Limits.event_bytes cuts it (test_event_limit_cuts.py, whose streams and places this reuses). So
+does JSON whose part that carries calls is not of the API's shape ("unexpected shape": a chunk
+that is no object, a tool_calls that is no list). A payload that is not even the start of JSON
+(a keep-alive word, an HTML line) cuts nothing, nor does a field that holds no piece of a call.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -21,7 +25,7 @@ from test_event_limit_cuts import VARIANTS, _texts
 import callstitch
 
 DAMAGED = b'{"pad": nope}'  # balanced, so a JSON array's framer hands it over whole: unreadable as JSON
-UNREADABLE = "could not be read (a malformed chunk)"
+UNREADABLE = "could not be read in full (see the stream's errors)"
 
 
 def _bad_crc() -> bytes:
@@ -30,14 +34,24 @@ def _bad_crc() -> bytes:
     return bytes(message)
 
 
-# variant -> the unreadable event of its framing
-_LOST = {"gemini-array": DAMAGED, "ollama": DAMAGED + b"\n", "bedrock-eventstream": _bad_crc()}
+# how -> (the error it gives, variant -> its event in that framing): JSON that does not parse
+# (a message whose CRC fails, in an event stream), and JSON of a shape no format's event has.
+SHAPE = b"[1, 2]"
+_LOST = {
+    "damaged": ("malformed chunk", {"gemini-array": DAMAGED, "ollama": DAMAGED + b"\n",
+                                    "bedrock-eventstream": _bad_crc()}, b"data: " + DAMAGED + b"\n\n"),
+    "shape": ("unexpected shape", {"gemini-array": SHAPE, "ollama": SHAPE + b"\n",
+                                   "bedrock-eventstream": es_event("contentBlockDelta", SHAPE)},
+              b"data: " + SHAPE + b"\n\n"),
+}
+HOW = list(_LOST)
 
 
-def _case(variant: str, at: int) -> tuple:
+def _case(variant: str, at: int, how: str = "damaged") -> tuple:
     """Return (format, body with the unreadable event put in before event at, that event, the events)."""
     fmt, events, join, _big = VARIANTS[variant]
-    lost = _LOST.get(variant, b"data: " + DAMAGED + b"\n\n")
+    _kind, special, sse = _LOST[how]
+    lost = special.get(variant, sse)
     return fmt, join(events[:at] + [lost] + events[at:]), lost, events
 
 
@@ -47,15 +61,17 @@ def is_cut_unread(call) -> bool:
             and UNREADABLE in call.error.detail)
 
 
-def _check(impl, variant: str, at: int, got) -> None:
-    fmt, body, lost, events = _case(variant, at)
+def _check(impl, variant: str, at: int, got, how: str = "damaged") -> None:
+    fmt, body, lost, events = _case(variant, at, how)
     full = impl.reassemble(VARIANTS[variant][2](events), format=fmt)
     before = impl.Accumulator(format=fmt)
     handed = {(c.choice, c.index) for c in before.feed(body[:body.index(lost)])}
     so_far = before.finalize()
     open_then = {(c.choice, c.index): c for c in so_far.tool_calls if (c.choice, c.index) not in handed}
     # (Vertex AI's later partialArgs pieces find their call cut: "unexpected shape", as after a drop.)
-    assert [e.offset for e in got.errors if e.kind == "malformed chunk"] == [body.index(lost)]
+    offsets = [e.offset for e in got.errors if e.kind == _LOST[how][0]]
+    assert offsets[:1] == [body.index(lost)] and (variant == "vertex-partial-args" or len(offsets) == 1), offsets
+    assert variant == "vertex-partial-args" or len(got.errors) == 1, got.errors
     assert len(got.tool_calls) == len(full.tool_calls)
     for call, want in zip(got.tool_calls, full.tool_calls):
         key = (want.choice, want.index)
@@ -69,23 +85,27 @@ def _check(impl, variant: str, at: int, got) -> None:
     assert _texts(got) == _texts(so_far)
 
 
-def _places(variant: str) -> list[int]:
-    return list(range(len(VARIANTS[variant][1]) + 1))
+def _places(variant: str, how: str = "damaged") -> list[int]:
+    # (An Ollama body that begins with "[" is a JSON array of lines, not a line that is a list.)
+    first = 1 if (variant, how) == ("ollama", "shape") else 0
+    return list(range(first, len(VARIANTS[variant][1]) + 1))
 
 
+@pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_an_unreadable_event_cuts_what_is_open_wherever_it_comes(impl, variant):
-    for at in _places(variant):
-        fmt, body, _lost, _events = _case(variant, at)
-        _check(impl, variant, at, impl.reassemble(body, format=fmt))
+def test_an_unreadable_event_cuts_what_is_open_wherever_it_comes(impl, variant, how):
+    for at in _places(variant, how):
+        fmt, body, _lost, _events = _case(variant, at, how)
+        _check(impl, variant, at, impl.reassemble(body, format=fmt), how)
 
 
+@pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_an_unreadable_event_cuts_the_same_split_anywhere_in_it(impl, variant):
+def test_an_unreadable_event_cuts_the_same_split_anywhere_in_it(impl, variant, how):
     at = len(VARIANTS[variant][1]) // 2  # mid-stream: a call or a text is open there
-    fmt, body, lost, _events = _case(variant, at)
+    fmt, body, lost, _events = _case(variant, at, how)
     whole = impl.reassemble(body, format=fmt)
-    _check(impl, variant, at, whole)
+    _check(impl, variant, at, whole, how)
     start = body.index(lost)
     for k in range(max(0, start - 3), min(len(body), start + len(lost) + 3)):
         acc = impl.Accumulator(format=fmt)
@@ -94,11 +114,12 @@ def test_an_unreadable_event_cuts_the_same_split_anywhere_in_it(impl, variant):
         assert acc.finalize() == whole, k
 
 
+@pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_the_twins_agree_on_every_unreadable_event(both, variant):
+def test_the_twins_agree_on_every_unreadable_event(both, variant, how):
     c, py = both
-    for at in _places(variant):
-        fmt, body, _lost, _events = _case(variant, at)
+    for at in _places(variant, how):
+        fmt, body, _lost, _events = _case(variant, at, how)
         assert c.reassemble(body, format=fmt) == py.reassemble(body, format=fmt)
 
 
@@ -157,7 +178,7 @@ def test_a_call_first_seen_after_an_unreadable_event_says_so_when_it_does_not_pa
     body = _chat(b"data: " + DAMAGED + b"\n\n", _piece('"q": "tea"}', **resent))
     (call,) = impl.reassemble(body).tool_calls
     assert call.error.kind == "truncated" and call.raw_arguments == '"q": "tea"}'
-    assert "first seen after an event could not be read (a malformed chunk)" in call.error.detail
+    assert "first seen after an event could not be read in full" in call.error.detail
     # One whose pieces parse is whole; one that starts without its name keeps nothing.
     (call,) = impl.reassemble(_chat(b"data: " + DAMAGED + b"\n\n", _piece('{"q": "tea"}', **resent))).tool_calls
     assert call.arguments == {"q": "tea"} and call.error is None
@@ -186,9 +207,84 @@ def test_a_damaged_event_stream_prelude_cuts_the_call_it_was_in(impl):
     assert any("prelude damaged" in e.detail for e in result.errors)
 
 
+def _chat_chunk(obj: dict) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def _in_choice(delta) -> bytes:
+    return _chat_chunk({"choices": [{"index": 0, "delta": delta}]})
+
+
+def _in_call(call) -> bytes:
+    return _in_choice({"tool_calls": [call]})
+
+
+# Chat chunks whose part that carries calls is not of the API's shape: each holds the piece ', "b": 2'
+# where a reader could not take it, and cuts the call open.
+SHAPES_THAT_CUT = {
+    "choices not a list": _chat_chunk({"choices": {"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": ', "b": 2'}}]}}}),
+    "choice not an object": _chat_chunk({"choices": [[{"tool_calls": [{"index": 0}]}]]}),
+    "choice index not an integer": _chat_chunk({"choices": [{"index": "0", "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": ', "b": 2'}}]}}]}),
+    "delta not an object": _chat_chunk({"choices": [{"index": 0, "delta": [', "b": 2']}]}),
+    "message not an object": _chat_chunk({"choices": [{"index": 0, "message": ', "b": 2'}]}),
+    "tool_calls not a list": _in_choice({"tool_calls": {"index": 0, "function": {"arguments": ', "b": 2'}}}),
+    "tool call not an object": _in_choice({"tool_calls": [', "b": 2']}),
+    "tool call index not an integer": _in_call({"index": "0", "function": {"arguments": ', "b": 2'}}),
+    "function not an object": _in_call({"index": 0, "function": ', "b": 2'}),
+    "chunk not an object": b"data: [0, \", \\\"b\\\": 2\"]\n\n",
+}
+# Items not of the shape that hold no piece of a call's arguments: reported, the call whole.
+SHAPES_THAT_DO_NOT_CUT = {
+    "finish_reason not a string": _chat_chunk({"choices": [{"index": 0, "delta": {}, "finish_reason": 5}]}),
+    "content not a string": _in_choice({"content": 5}),
+}
+
+
+@pytest.mark.parametrize("case", list(SHAPES_THAT_CUT))
+def test_a_chat_item_not_of_the_apis_shape_cuts_the_call_open(impl, case):
+    body = _chat(START, SHAPES_THAT_CUT[case], _piece("}"))
+    result = impl.reassemble(body)
+    (call,) = result.tool_calls
+    assert is_cut_unread(call) and call.raw_arguments == '{"a": 1', call  # before: {"a": 1}, no error
+    assert [(e.kind, e.offset) for e in result.errors] == [("unexpected shape", len(START))]
+
+
+@pytest.mark.parametrize("case", list(SHAPES_THAT_DO_NOT_CUT))
+def test_a_chat_item_not_of_the_shape_that_holds_no_piece_cuts_nothing(impl, case):
+    result = impl.reassemble(_chat(START, SHAPES_THAT_DO_NOT_CUT[case], _piece(', "b": 2}')))
+    assert result.tool_calls[0].arguments == {"a": 1, "b": 2} and result.tool_calls[0].error is None
+    assert [e.kind for e in result.errors] == ["unexpected shape"]
+
+
+# variant -> (what marks an event holding a piece of a call's arguments, its index field, the detail)
+DELTAS = {
+    "anthropic": (b'"partial_json":"{', b'"index":', "content_block_delta without an integer index"),
+    "bedrock-sse": (b'"toolUse":{"input":"', b'"contentBlockIndex":', "contentBlockDelta without an index"),
+    "cohere": (b'"tool-call-delta"', b'"index":', "tool-call-delta without an integer index"),
+}
+
+
+@pytest.mark.parametrize("variant", list(DELTAS))
+def test_a_delta_without_an_integer_index_cuts_the_call_open(impl, variant):
+    # The event holds a piece of the call, but says of no block which: cut, not the call without it.
+    fmt, events, join, _big = VARIANTS[variant]
+    marker, field, detail = DELTAS[variant]
+    at = next(k for k, e in enumerate(events) if marker in e)
+    head, _, rest = events[at].partition(field)
+    digits = len(rest) - len(rest.lstrip(b"0123456789"))
+    odd = head + field + b'"' + rest[:digits] + b'"' + rest[digits:]
+    result = impl.reassemble(join(events[:at + 1] + [odd] + events[at + 1:]), format=fmt)
+    before = impl.reassemble(join(events[:at + 1]), format=fmt)
+    so_far = {(c.choice, c.index): c.raw_arguments for c in before.tool_calls}
+    cut = [c for c in result.tool_calls if is_cut_unread(c)]
+    assert cut and all(c.raw_arguments == so_far[c.choice, c.index] for c in cut), result.tool_calls
+    assert [e.kind for e in result.errors] == ["unexpected shape"] and detail in result.errors[0].detail
+
+
 def test_every_entry_point_reports_the_cut_call(tmp_path, every_twin):
     # reassemble_many and the CLI read the same stream: the call is cut there too, with its error.
-    import json
     import subprocess
     import sys
     path = tmp_path / "damaged.sse"

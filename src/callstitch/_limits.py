@@ -12,11 +12,11 @@ UNLIMITED = 1 << 62  # what None becomes inside the accumulators: a number no st
 CUT_CALL_BYTES = 1
 CUT_STREAM_BYTES = 2
 CUT_EVENT_BYTES = 3  # an event dropped for its size may have held a piece of the call
-CUT_UNREADABLE = 4  # so may an event that could not be read (a malformed chunk, a damaged message)
+CUT_UNREADABLE = 4  # so may an event that could not be read in full (a malformed chunk, a damaged message)
 CUT_LIMITS = {CUT_CALL_BYTES: "call_bytes", CUT_STREAM_BYTES: "stream_bytes", CUT_EVENT_BYTES: "event_bytes"}
 # How the event lost before a call was first seen was lost, by the CUT_* code it cuts with
 _LOST = {CUT_EVENT_BYTES: "an event went past Limits.event_bytes and was dropped",
-         CUT_UNREADABLE: "an event could not be read (a malformed chunk) and was skipped"}
+         CUT_UNREADABLE: "an event could not be read in full (see the stream's errors)"}
 
 
 def cut_detail(cut: int, late: int, what: str = "arguments", none_came: bool = False) -> str:
@@ -27,8 +27,8 @@ def cut_detail(cut: int, late: int, what: str = "arguments", none_came: bool = F
     when its arguments do not parse, or when none came (none_came).
     """
     if cut == CUT_UNREADABLE:
-        rest = (f"was dropped after an event that could not be read (a malformed chunk), which may have held "
-                f"a piece of the {what}")
+        rest = (f"was dropped after an event that could not be read in full (see the stream's errors), which "
+                f"may have held a piece of the {what}")
     else:
         rest = f"went past Limits.{CUT_LIMITS[cut]} and was dropped" if cut else ""
     if not late:
@@ -116,14 +116,34 @@ def event_dropped(state: Any, limit: int, offset: int) -> None:
     state.error("limit", f"{describe('event_bytes', limit)} exceeded by an event; the event is dropped", offset)
 
 
-def event_unreadable(acc: Any, state: Any, detail: str, offset: int | None, data: Any = None) -> None:
-    """Record an event that could not be read, and cut every call and text open: it may have held a piece of them.
+def event_unreadable(acc: Any, state: Any, detail: str, offset: int | None, data: Any = None,
+                     kind: str = "malformed chunk") -> None:
+    """Record an event that could not be read in full, and cut every call and text open: it may have held a piece.
 
-    A call missing a piece may still parse, as something the server never sent: cut, it reads as
-    truncated instead (a limit or damage may cut a call, never alter it).
+    kind: "malformed chunk" (no JSON, a damaged message), or "unexpected shape" for JSON whose
+    part that carries calls is not of the API's shape. A call missing a piece may still parse,
+    as something the server never sent: cut, it reads as truncated instead (a limit or damage
+    may cut a call, never alter it).
     """
-    state.error("malformed chunk", detail, offset, data)
+    state.error(kind, detail, offset, data)
     acc.cut_open(CUT_UNREADABLE)
+
+
+def shape_unreadable(acc: Any, state: Any, detail: str, offset: int | None, item: Any) -> None:
+    """Record an item not of the API's shape that carries calls or text (a choice, a delta, a block), and cut (as above)."""
+    event_unreadable(acc, state, detail, offset, item, "unexpected shape")
+
+
+def event_not_an_object(acc: Any, state: Any, detail: str, offset: int | None, event: Any) -> None:
+    """Record an event (a chunk, a line) that is no JSON object: a list may hold pieces and cuts; a scalar does not.
+
+    A null, a number or a word in a logged list of chunks, or as an SSE payload, is no chunk
+    mangled (a chunk is an object), so the calls around it go on; a list may be chunks wrapped.
+    """
+    if type(event) is list:
+        shape_unreadable(acc, state, detail, offset, event)
+    else:
+        state.error("unexpected shape", detail, offset, event)
 
 
 def call_cut(state: Any, limit: int, call_id: Any, name: Any, offset: int | None) -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from .inband import error_text
+from .._limits import event_not_an_object, shape_unreadable
 from .._text import compact_json
 from .._turns.anthropic import SETTLE_AT, AnthropicTurn, which_of
 from .._turns.partial_json import keep_input_piece
@@ -49,13 +50,13 @@ class State:
 def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Messages stream event."""
     if type(obj) is not dict:
-        state.error("unexpected shape", "an event must be a JSON object", offset, obj)
+        event_not_an_object(acc, state, "an event must be a JSON object", offset, obj)
         return
     kind = obj.get("type")
     if kind == "content_block_delta":
         index, delta = obj.get("index"), obj.get("delta")
         if type(index) is not int or type(delta) is not dict:
-            state.error("unexpected shape", "content_block_delta without an integer index and a delta", offset, obj)
+            shape_unreadable(acc, state, "content_block_delta without an integer index and a delta", offset, obj)
             return
         if delta.get("type") == "input_json_delta":  # the commonest, here rather than a call away
             text = delta.get("partial_json")
@@ -71,7 +72,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
     elif kind == "content_block_start":
         index, block = obj.get("index"), obj.get("content_block")
         if type(index) is not int or type(block) is not dict:
-            state.error("unexpected shape", "content_block_start without an integer index and a block", offset, obj)
+            shape_unreadable(acc, state, "content_block_start without an integer index and a block", offset, obj)
             return
         start_block(acc, state, index, block, offset)
     elif kind == "content_block_stop":

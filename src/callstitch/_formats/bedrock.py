@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._limits import event_not_an_object, shape_unreadable
 from .._text import compact_json
 from .._turns import bedrock as _turn
 from .._turns.partial_json import keep_input_piece
@@ -60,7 +61,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
         state.error("in-band error", f"{name}: {message}", offset, obj)
         return
     if type(body) is not dict:
-        state.error("unexpected shape", "an event must be a JSON object", offset, obj)
+        event_not_an_object(acc, state, "an event must be a JSON object", offset, obj)
         return
     turn = state.turn
     if turn is None:
@@ -76,7 +77,7 @@ def _block_delta(acc: Sink, state: StreamState, turn: Any, body: dict, offset: i
     """contentBlockDelta: a piece of a tool's input, of text or of reasoning."""
     index, delta = body.get("contentBlockIndex"), body.get("delta")
     if type(index) is not int or type(delta) is not dict:
-        state.error("unexpected shape", "contentBlockDelta without an index and a delta", offset, obj)
+        shape_unreadable(acc, state, "contentBlockDelta without an index and a delta", offset, obj)
         return
     tool = delta.get("toolUse")
     if type(tool) is dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._limits import event_not_an_object, shape_unreadable
 from .._turns import cohere as _turn
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
@@ -38,7 +39,7 @@ def _message(obj: dict) -> Any:
 def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Cohere stream event."""
     if type(obj) is not dict:
-        state.error("unexpected shape", "an event must be a JSON object", offset, obj)
+        event_not_an_object(acc, state, "an event must be a JSON object", offset, obj)
         return
     kind = obj.get("type")
     if kind is None and is_whole(obj):
@@ -51,7 +52,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
         index, message = obj.get("index"), _message(obj)
         call = message.get("tool_calls") if type(message) is dict else None
         if type(index) is not int or type(call) is not dict:
-            state.error("unexpected shape", f"{kind} without an integer index and a tool call", offset, obj)
+            shape_unreadable(acc, state, f"{kind} without an integer index and a tool call", offset, obj)
             return
         function = call.get("function")
         function = function if type(function) is dict else {}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._limits import envelopes_full
+from .._limits import envelopes_full, event_not_an_object, shape_unreadable
 from .._text import compact_json
 from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn, choice_of
 from .inband import error_text
@@ -47,7 +47,7 @@ class State:
 def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Gemini response chunk."""
     if type(obj) is not dict:
-        state.error("unexpected shape", "a chunk must be a JSON object", offset, obj)
+        event_not_an_object(acc, state, "a chunk must be a JSON object", offset, obj)
         return
     if obj.get("error") is not None:
         state.error("in-band error", error_text(obj["error"]), offset, obj)
@@ -63,7 +63,7 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
     turn.take_envelope(obj, admitted, state.event_size)
     for position, candidate in enumerate(listed):
         if type(candidate) is not dict:
-            state.error("unexpected shape", "a candidate is not an object", offset, candidate)
+            shape_unreadable(acc, state, "a candidate is not an object", offset, candidate)
             continue
         choice = choice_of(candidate, position)
         if admitted[position]:

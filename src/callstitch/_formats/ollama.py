@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._limits import event_not_an_object
 from .._turns.ollama import LAST, LOGPROBS, call_extras, new_turn, note_call
 from .inband import error_text
 
@@ -20,7 +21,7 @@ def claims(event: str | None, obj: Any) -> bool:
 def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Ollama stream line."""
     if type(obj) is not dict:
-        state.error("unexpected shape", "a line must be a JSON object", offset, obj)
+        event_not_an_object(acc, state, "a line must be a JSON object", offset, obj)
         return
     if obj.get("error") is not None:
         state.error("in-band error", error_text(obj["error"]), offset, obj)

@@ -3,7 +3,10 @@
 The compiled twin handles the common shape of these chunks without parsing them into Python
 objects; every chunk it does not fully understand comes here, as does every chunk the pure-Python
 twin sees. Each field is read only when it has the type the API gives it; any other type is
-reported as an "unexpected shape" and that item skipped, so nothing else is lost.
+reported as an "unexpected shape" and that item skipped, so nothing else is lost. An item
+skipped that may have held a piece of a call or text (a choice, a delta, a tool call, its
+function) cuts what is open, as an unreadable event does (shape_unreadable): a call is never handed
+over without a piece, as arguments that may still parse.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._turns.openai_chat import (CALL_KNOWN, CHOICE_KNOWN, DELTA_KNOWN, ENVELOPE, FUNCTION_KNOWN, NOT_EXTRA,
                                   ChatTurn, keep_first, merge_delta, note_logprobs)
+from .._limits import event_not_an_object, shape_unreadable
 from .inband import error_text
 
 if TYPE_CHECKING:  # for annotations only: importing them here would be a cycle
@@ -31,7 +35,7 @@ _TEXT_FIELDS = (("content", TEXT_CONTENT), ("reasoning_content", TEXT_REASONING)
 def handle_chunk(acc: Sink, state: StreamState, chunk: Any, offset: int | None) -> None:
     """Apply one parsed chat-completion chunk to the accumulator."""
     if type(chunk) is not dict:
-        state.error("unexpected shape", f"a chunk must be a JSON object, got {type(chunk).__name__}", offset, chunk)
+        event_not_an_object(acc, state, f"a chunk must be a JSON object, got {type(chunk).__name__}", offset, chunk)
         return
     error = chunk.get("error")
     if error is not None:
@@ -44,12 +48,12 @@ def handle_chunk(acc: Sink, state: StreamState, chunk: Any, offset: int | None) 
     choices = chunk.get("choices")
     if choices:
         if type(choices) is not list:
-            state.error("unexpected shape", "'choices' is not a list", offset, chunk)
+            shape_unreadable(acc, state, "'choices' is not a list", offset, chunk)
         else:
             for choice in choices:
                 _handle_choice(acc, state, turn, choice, offset)
     elif choices is not None and type(choices) is not list:
-        state.error("unexpected shape", "'choices' is not a list", offset, chunk)
+        shape_unreadable(acc, state, "'choices' is not a list", offset, chunk)
     usage = chunk.get("usage")
     if usage is not None:
         state.usage = usage
@@ -99,11 +103,11 @@ def _note_choice(acc: Sink, turn: ChatTurn, number: int, choice: dict) -> None:
 
 def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, offset: int | None) -> None:
     if type(choice) is not dict:
-        state.error("unexpected shape", "a choice is not an object", offset, choice)
+        shape_unreadable(acc, state, "a choice is not an object", offset, choice)
         return
     number = choice.get("index", 0)
     if type(number) is not int:
-        state.error("unexpected shape", f"choice index {number!r} is not an integer", offset, choice)
+        shape_unreadable(acc, state, f"choice index {number!r} is not an integer", offset, choice)
         return
     # A choice past Limits.choices keeps nothing: the accumulator refuses its text, calls and
     # finish reason, and it gets no turn record (kept None).
@@ -115,7 +119,7 @@ def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, o
         if type(delta) is dict:
             _handle_delta(acc, state, kept, number, delta, offset)
         else:
-            state.error("unexpected shape", "'delta' is not an object", offset, choice)
+            shape_unreadable(acc, state, "'delta' is not an object", offset, choice)
     # A whole (non-streamed) response has "message" where a chunk has "delta": same fields.
     # Some servers send both in every chunk, the same fragment twice: with a delta, the
     # message is a copy of it, not a second source.
@@ -124,7 +128,7 @@ def _handle_choice(acc: Sink, state: StreamState, turn: ChatTurn, choice: Any, o
         if type(message) is dict:
             _handle_delta(acc, state, kept, number, message, offset)
         else:
-            state.error("unexpected shape", "'message' is not an object", offset, choice)
+            shape_unreadable(acc, state, "'message' is not an object", offset, choice)
     reason = choice.get("finish_reason")
     if reason is not None:
         if type(reason) is str:
@@ -169,15 +173,15 @@ def _handle_delta(acc: Sink, state: StreamState, turn: ChatTurn | None, number: 
     if calls is None:
         return
     if type(calls) is not list:
-        state.error("unexpected shape", "'tool_calls' is not a list", offset, delta)
+        shape_unreadable(acc, state, "'tool_calls' is not a list", offset, delta)
         return
     for call in calls:
         if type(call) is not dict:
-            state.error("unexpected shape", "a tool call is not an object", offset, call)
+            shape_unreadable(acc, state, "a tool call is not an object", offset, call)
             continue
         index = call.get("index")
         if index is not None and type(index) is not int:
-            state.error("unexpected shape", f"tool call index {index!r} is not an integer", offset, call)
+            shape_unreadable(acc, state, f"tool call index {index!r} is not an integer", offset, call)
             continue
         call_id = call.get("id")
         if call_id is not None and type(call_id) is not str and type(call_id) is not int:
@@ -219,7 +223,7 @@ def _note_call(acc: Sink, turn: ChatTurn, number: int, index: Any, call: dict) -
 def _handle_function(acc: Sink, state: StreamState, number: int, index: Any, call_id: Any, function: Any,
                      offset: int | None) -> None:
     if type(function) is not dict:
-        state.error("unexpected shape", "'function' is not an object", offset, function)
+        shape_unreadable(acc, state, "'function' is not an object", offset, function)
         return
     name = function.get("name")
     if name is not None and type(name) is not str:
@@ -232,7 +236,7 @@ def _handle_custom(acc: Sink, state: StreamState, number: int, index: Any, call_
                    offset: int | None) -> None:
     """One fragment of a custom (free-form) tool call: custom.name, and custom.input, text as sent."""
     if custom is not None and type(custom) is not dict:
-        state.error("unexpected shape", "'custom' is not an object", offset, custom)
+        shape_unreadable(acc, state, "'custom' is not an object", offset, custom)
         return
     name = text = None
     if custom is not None:
@@ -241,7 +245,7 @@ def _handle_custom(acc: Sink, state: StreamState, number: int, index: Any, call_
             state.error("unexpected shape", f"custom tool name {name!r} is not a string", offset, custom)
             name = None
         if text is not None and type(text) is not str:
-            state.error("unexpected shape", "custom tool input is not a string", offset, custom)
+            shape_unreadable(acc, state, "custom tool input is not a string", offset, custom)
             text = None
     acc.custom_fragment(number, index, call_id, name, text)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._limits import event_not_an_object, shape_unreadable
 from .._turns.openai_responses import ResponsesTurn
 from .inband import error_text
 
@@ -46,7 +47,7 @@ class State:
 def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: int | None) -> None:
     """Apply one Responses stream event."""
     if type(obj) is not dict:
-        state.error("unexpected shape", "an event must be a JSON object", offset, obj)
+        event_not_an_object(acc, state, "an event must be a JSON object", offset, obj)
         return
     kind = obj.get("type")
     if type(kind) is not str:
@@ -101,7 +102,7 @@ def _arguments_done(acc: Sink, state: StreamState, kind: str, obj: dict, offset:
     if type(item) is str and item in notes.calls:
         sent = obj.get("arguments" if kind.endswith("arguments.done") else "input")
         if kind.endswith("input.done") and sent is not None and type(sent) is not str:
-            state.error("unexpected shape", "custom tool call input is not a string", offset, obj)
+            shape_unreadable(acc, state, "custom tool call input is not a string", offset, obj)
             sent = None
         _arguments(acc, state, item, sent)
         acc.complete(0, state.key(item))
@@ -228,7 +229,7 @@ def _item(acc: Sink, state: StreamState, item: dict, done: bool, custom: bool = 
         acc.identify(0, state.key(key), call_id, name)
     arguments = item.get("input" if custom else "arguments")
     if custom and arguments is not None and type(arguments) is not str:
-        state.error("unexpected shape", "custom tool call input is not a string", offset, item)
+        shape_unreadable(acc, state, "custom tool call input is not a string", offset, item)
         arguments = None
     if arguments:
         _arguments(acc, state, key, arguments)
