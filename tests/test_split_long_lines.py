@@ -193,3 +193,58 @@ def test_a_response_whose_first_event_is_over_the_limit_is_cut_as_with_the_cap_o
     assert [(r["stream"], r["id"], r["arguments"]["n"]) for r in records if r["id"] in ("call_0", "call_2")] == [
         (0, "call_0", 0), (2, "call_2", 2)]
     assert any(p[2] == 1 and p[4] == "limit" for p in problems)
+
+
+# -- found by test_hostile_batch's property on Gemini and Responses captures, event_bytes=200 --------
+
+CAP = 1000  # Limits.event_bytes of these tests: the splitter lets lines past CAP + HOLD go
+
+
+def _padded(body: bytes, marker: bytes, length: int) -> bytes:
+    """Return body with the JSON data of its first event that holds marker opened with a pad key of length bytes."""
+    sep = b"\r\n\r\n" if b"\r\n\r\n" in body else b"\n\n"
+    events = body.split(sep)
+    k = next(k for k, event in enumerate(events) if marker in event)
+    events[k] = events[k].replace(b"data: {", b'data: {"pad":"' + b"x" * length + b'",', 1)
+    return sep.join(events)
+
+
+def _gemini(i: int, calls: slice, pad_first: int = 0, pad_finish: int = 0) -> bytes:
+    """A Gemini response with its own responseId, its first chunk or its finish chunk padded."""
+    body = build("gemini", CALLS[calls]).replace(b"g1P6aZnMMZq5qtsPj9fyuQ8", b"response-%d" % i)
+    body = _padded(body, b"data:", pad_first) if pad_first else body
+    return _padded(body, b"finishReason", pad_finish) if pad_finish else body
+
+
+def _cuts_alike(fmt: str, data: bytes) -> list[int]:
+    """Return the cuts of data read whole, after checking that reads of many sizes give the same."""
+    whole, _ = read_in_blocks(Splitter(fmt, "sse", glued=True, line_cap=CAP), data, len(data))
+    for block in range(256, 2600, 37):  # (reads that end everywhere in the long events)
+        cuts, _ = read_in_blocks(Splitter(fmt, "sse", glued=True, line_cap=CAP), data, block)
+        assert cuts == whole, (block, cuts, whole)
+    return whole
+
+
+def test_a_gemini_finish_chunk_or_response_id_past_the_limit_cuts_alike_whatever_the_reads():
+    # A finish chunk past the cap made a cut when a read held it whole, none when a read ended
+    # inside it (its event let go); and a responseId at the end of a chunk line past the cap
+    # (Gemini writes it last) was seen in a whole read, never once the line was let go. The
+    # accumulators drop both chunks: neither cuts, whatever the reads. (With reads of 256 bytes,
+    # one held back from between the CR and the LF of a blank line also cut b one byte early.)
+    a = _gemini(0, slice(0, 1), pad_finish=CAP + 400)
+    b = _gemini(1, slice(1, 3), pad_first=CAP + 1500)
+    c = _gemini(2, slice(0, 1))
+    data = a + b + c
+    second = len(a) + b.index(b"\r\n\r\n") + 4  # b's first chunk within the cap: its id is new there
+    assert _cuts_alike("gemini", data) == [second, len(a) + len(b)]
+
+
+def test_a_responses_terminating_event_past_the_limit_cuts_alike_whatever_the_reads():
+    # response.completed repeats the whole output: past the cap, a whole read cut at its end, and
+    # reads that ended inside it let it go with no cut. No cut now: the second response runs into
+    # the third, as it does for the accumulators, which never see it end.
+    def response(i: int, pad: int = 0) -> bytes:
+        body = build("openai-responses", CALLS[i:i + 1]).replace(b"resp_0a1b2c", b"resp_%d" % i)
+        return _padded(body, b"response.completed", pad) if pad else body
+    data = response(0) + response(1, pad=CAP + 700) + response(2)
+    assert _cuts_alike("openai-responses", data) == [len(response(0))]

@@ -119,8 +119,16 @@ def _next_hit(needles: tuple, found: list, buf: bytes, pos: int) -> re.Match | N
 
 
 def _line_start(buf: bytes, pos: int, floor: int) -> int:
-    """Return where the line holding pos starts (not before floor)."""
+    """Return where the line holding pos starts (not before floor); the LF of a CRLF is its line's."""
+    if pos > floor and buf[pos - 1] == 0x0D and buf[pos:pos + 1] == b"\n":
+        pos -= 1  # (else a read held back from there starts between the CR and the LF: _event_start)
     return max(buf.rfind(b"\n", floor, pos), buf.rfind(b"\r", floor, pos)) + 1 or floor
+
+
+def _within_cap(buf: bytes, start: int, end: int, cap: int) -> bool:
+    """Tell whether buf[start:end] lies in the first cap bytes of its line (buf's start counts as a line's)."""
+    lo = end - cap - 1  # the line must start after a line break here or later
+    return lo < 0 or buf.rfind(b"\n", lo, start) >= 0 or buf.rfind(b"\r", lo, start) >= 0
 
 
 def _blank_line(buf: bytes, pos: int) -> re.Match | None:
@@ -266,6 +274,9 @@ class Splitter:
         self._id_cache: list | None = None  # [upto, from, ids of buf[from:upto], next to look at]: _new_id
         # 0, or _CUT, _CONFIRM, _PASS (above): what comes until that blank line is fed, not held.
         self._running = 0
+        # The bytes of the running terminating event fed so far (None: a Bedrock metadata event,
+        # which counts whatever its length): past the line cap it makes no cut (_over_cap).
+        self._run_bytes: int | None = None
         # Whether the next buffer scanned starts a line (the input's start, or just after a line
         # break): a JSON array's cut falls just after a "]", inside a line, and a "]" there closes
         # no array (_scan_array). A range task that starts at such a cut says so (streams.read_body).
@@ -337,15 +348,22 @@ class Splitter:
         if self._running:
             e = self._event_end(buf, pos, final)
             if e is None:
-                return cuts, (n if final else max(pos, n - _BLANK_HELD))
+                safe = n if final else max(pos, n - _BLANK_HELD)
+                if self._run_bytes is not None:
+                    self._run_bytes += safe - pos
+                return cuts, safe
             end = e.end()
+            if self._run_bytes is not None and self._run_bytes + end - pos > self._line_cap:
+                self._running = _PASS  # the event turned out over the cap: the accumulators drop it
             if self._running == _CONFIRM:
                 verdict = self._confirm(buf, pos, end, final)
                 if verdict is None:
+                    if self._run_bytes is not None:
+                        self._run_bytes += e.start() - pos
                     return cuts, e.start()
                 end = verdict[1]
                 if end < 0:  # the metadata event runs on in turn
-                    self._running = _CUT
+                    self._running, self._run_bytes = _CUT, None
                     return cuts, n - _BLANK_HELD
             if self._running != _PASS and (end < n or not final):
                 cuts.append(end)
@@ -417,39 +435,57 @@ class Splitter:
                 if glued is not None and glued < n:  # (a glued cut has a data line after it: never at n)
                     end = glued
                 else:
-                    if glued == n:
-                        self._running = _CUT  # no glued response can follow: the blank line ends it
-                    elif self.format == "bedrock" and self.framing == SSE:
-                        self._running = _CONFIRM
-                    elif gemini and self.framing == SSE and _chunk_then_more(buf, line_start, n):
+                    # (The cap is checked before the modes that run on unheld, which would cut
+                    # at the blank line an event past the cap that a whole read drops: _over_cap.)
+                    if gemini and self.framing == SSE and _chunk_then_more(buf, line_start, n):
                         self._running = _PASS
                     elif n - line_start > self._line_cap:
                         pos = m.end()  # its event is over the accumulators' limit: they drop it, terminator and all
                         continue
+                    elif glued == n:
+                        self._running = _CUT  # no glued response can follow: the blank line ends it
+                    elif self.format == "bedrock" and self.framing == SSE:
+                        self._running = _CONFIRM
                     else:
                         return cuts, line_start  # (unended: a glued capture's, GLUE_GAP past its data line at most)
-                    return cuts, max(m.end(), n - _BLANK_HELD)
+                    safe = max(m.end(), n - _BLANK_HELD)
+                    self._run_bytes = safe - line_start
+                    return cuts, safe
             else:
                 end = n if e is None else e.end()
                 # Glued needs a second "data:" in the event: counted in one pass at C speed first (the
                 # terminating event can be long, a Responses one repeats the whole output).
                 if self._unglue and buf.count(b"data:", line_start, end) > 1:
                     end = _unglued_end(buf, line_start, end) or end  # (None only for an event still arriving)
+            if self._over_cap(buf, line_start, end):
+                pos = m.end()  # as above, though this read holds it whole: the same cut whatever the reads
+                continue
             verdict = self._confirm(buf, line_start, end, final)
-            if verdict is None and n - line_start > self._line_cap:
+            if verdict is None and n - line_start > self._line_cap and not gemini:
                 # What would tell runs on past the accumulators' limit (they drop it): decided on what came.
                 verdict = self._confirm(buf, line_start, end, True)
             if verdict is None:  # more bytes are needed to decide
                 return cuts, line_start
             ok, end = verdict
             if end < 0:  # Bedrock's metadata event, the response's too, runs on to its blank line
-                self._running = _CUT
+                self._running, self._run_bytes = _CUT, None
                 return cuts, n - _BLANK_HELD
             pos = floor = end
             if ok and (end < n or not final):
                 cuts.append(end)
                 self._id = None
                 self.at_response_start = True
+
+    def _over_cap(self, buf: bytes, line_start: int, end: int) -> bool:
+        """Tell whether a terminating event read whole (from its hit's line to end) is past the line cap.
+
+        A read that ends inside such an event lets it go, terminator and all (scan): a read
+        that holds it whole must drop it too, or the cut would depend on where the reads fall.
+        A Gemini chunk with more lines in its event is no finish whatever its length (_confirm).
+        """
+        if end - line_start <= self._line_cap:
+            return False
+        return not (self.format == "gemini" and self.framing == SSE and _chunk_then_more(buf, line_start, end))
 
     def _lone_values(self, buf: bytes, pos: int, final: bool, cuts: list[int]) -> int:
         """Cut after each JSON body that comes where a response begins; return where the events begin, or -1.
@@ -576,16 +612,11 @@ class Splitter:
             if type(obj) is not dict or not _gemini_finished(obj):
                 return False, end
             # A chunk after the finish that carries the same responseId still belongs to it.
-            nxt = _CONTENT.search(buf, end)
-            if nxt is None:
-                return (True, end) if final else None
-            e2 = self._event_end(buf, nxt.start(), final)
-            if e2 is None and not final:
+            told, following = self._id_after(buf, end, final)
+            if not told:
                 return None
-            following = buf[nxt.start():e2.end() if e2 else len(buf)]
             same = obj.get("responseId")
-            m = _RESPONSE_ID.search(following)
-            if same is not None and m is not None and m.group(1) == same.encode("utf-8", "replace"):
+            if same is not None and following is not None and following == same.encode("utf-8", "replace"):
                 return False, end
             return True, end
         if fmt == "openai-chat" and _DONE_LINE.match(buf, line_start) is not None:
@@ -622,6 +653,26 @@ class Splitter:
                 return True, e2.end()
             return True, end
         return True, end
+
+    def _id_after(self, buf: bytes, end: int, final: bool) -> tuple[bool, bytes | None]:
+        """Return (whether buf tells, the responseId of the Gemini chunk after the event ending at end, or None).
+
+        Looked for as _ids does, in the first line cap of its line's bytes, and only in a chunk that
+        starts within the cap of end (blank lines past it say nothing): bytes every read holds.
+        """
+        cap = self._line_cap
+        n = len(buf)
+        nxt = _CONTENT.search(buf, end, end + cap)
+        if nxt is None:
+            return final or n >= end + cap, None
+        stop = _line_start(buf, nxt.start(), end) + cap
+        e2 = self._event_end(buf, nxt.start(), final)
+        if e2 is not None:
+            stop = min(stop, e2.end())
+        elif not final and n < stop:
+            return False, None
+        m = _RESPONSE_ID.search(buf, nxt.start(), stop)
+        return True, (None if m is None else m.group(1))
 
     def _new_id(self, buf: bytes, pos: int, upto: int) -> int | None:
         """Return where a chunk with a new id (Gemini's responseId, a chat chunk's) starts in buf[pos:upto], if any.
@@ -661,17 +712,22 @@ class Splitter:
     def _ids(self, buf: bytes, pos: int, upto: int) -> Iterator[tuple[int, bytes]]:
         """Yield (where, id) for each id in buf[pos:upto]; pos is a line start (or a cut, which is one).
 
-        A Gemini id is its key and value as written, which _all_current counts.
+        A Gemini id is its key and value as written, which _all_current counts. Only an id in the
+        first line cap of its line's bytes counts: past them a read lets the line go unlooked at
+        (scan), and a read that holds it whole must not cut there either.
         """
+        cap = self._line_cap
         if self.format == "gemini":
             for m in _RESPONSE_ID.finditer(buf, pos, upto):
-                yield m.start(), m.group(0)
+                if _within_cap(buf, m.start(), m.end(), cap):
+                    yield m.start(), m.group(0)
             return
         first = _CHUNK_ID_AT.match(buf, pos, upto)
-        if first is not None:
+        if first is not None and first.end() - pos <= cap:
             yield pos, first.group(1)
         for m in _CHUNK_ID.finditer(buf, pos, upto):
-            yield m.start() + 1, m.group(1)  # (the line starts after the LF)
+            if m.end() - m.start() - 1 <= cap:
+                yield m.start() + 1, m.group(1)  # (the line starts after the LF)
 
     def _all_current(self, buf: bytes, pos: int, upto: int) -> bool:
         """Tell, with counts made in C, that every id in buf[pos:upto] is the current one (False: look one by one)."""
@@ -917,6 +973,9 @@ def _event_start(buf: bytes, pos: int, floor: int, framing: str) -> int:
             at = buf.rfind(blank, floor, pos)
             if at >= 0:
                 start = max(start, at + len(blank))
+        if start == floor:  # no event starts with a line end: one read may begin inside the blank line another holds whole
+            while start < pos and buf[start] in b"\r\n":
+                start += 1
         return start
     return _line_start(buf, pos, floor)
 
