@@ -131,22 +131,33 @@ def _within_cap(buf: bytes, start: int, end: int, cap: int) -> bool:
     return lo < 0 or buf.rfind(b"\n", lo, start) >= 0 or buf.rfind(b"\r", lo, start) >= 0
 
 
+_BLANK_SPAN = 4096  # the first window _blank_line looks in: most events are shorter
+
+
 def _blank_line(buf: bytes, pos: int) -> re.Match | None:
     """Return the first blank line at or after pos, as _SSE_END.search does, at bytes.find's speed over many lines.
 
     Every match holds LF LF, LF CR or CR CR at its start or one byte on, so none starts
     before the first of those less one byte.
     """
-    first = -1
-    end = len(buf)
-    for pair in (b"\n\n", b"\n\r", b"\r\r"):
-        # Each pair looked for only before the first one found: a pair absent from an LF capture
-        # (CR ones) must not send every call over the rest of the read (quadratic, in a 4 MB read
-        # of small responses: 3.6 MB/s).
-        at = buf.find(pair, pos, end)
-        if at >= 0:
-            first, end = at, at + 1
-    return _SSE_END.search(buf, max(pos, first - 1)) if first >= 0 else None
+    n = len(buf)
+    lo, span = pos, _BLANK_SPAN
+    while True:
+        # Looked for window after window, each growing fourfold, each pair only before the first
+        # one found: a pair absent from the capture (CR ones from an LF capture, LF LF from a CRLF
+        # one) must not send every call over the rest of the read (quadratic: 3.6 MB/s on a 4 MB
+        # read of small LF responses, 8 MB/s on Gemini's CRLF ones).
+        hi = min(n, lo + span)
+        first, end = -1, hi + 1  # (a pair may start at the window's last byte)
+        for pair in (b"\n\n", b"\n\r", b"\r\r"):
+            at = buf.find(pair, lo, end)
+            if at >= 0:
+                first, end = at, at + 1
+        if first >= 0:
+            return _SSE_END.search(buf, max(pos, first - 1))
+        if hi >= n:
+            return None
+        lo, span = hi, span * 4
 
 
 def _unglued_end(buf: bytes, start: int, end: int, complete: bool = True) -> int | None:
