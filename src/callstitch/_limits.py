@@ -53,9 +53,9 @@ class Limits:
     call_bytes: int | None = 64 * MiB
     """Argument bytes of one call; the rest of that call's arguments are dropped."""
     stream_bytes: int | None = 256 * MiB
-    """Argument and message-text bytes kept for the whole stream, and a server tool's input the turn keeps;
-    apart, against the same number, the bytes of the events whose other fields the turn keeps
-    (logprobs, citations …)."""
+    """Argument and message-text bytes kept for the whole stream, call ids and names (by their length),
+    and a server tool's input the turn keeps; apart, against the same number, the bytes of the
+    events whose other fields the turn keeps (logprobs, citations …)."""
     calls: int | None = 4096
     """Tool calls in one stream; fragments of further calls are dropped."""
     choices: int | None = 128
@@ -148,7 +148,7 @@ def event_not_an_object(acc: Any, state: Any, detail: str, offset: int | None, e
 
 def call_cut(state: Any, limit: int, call_id: Any, name: Any, offset: int | None) -> None:
     """Record that a call's arguments were cut at the per-call limit, by the event at offset."""
-    state.error("limit", f"{describe('call_bytes', limit)} exceeded by tool call {call_id!r} ({name!r}); "
+    state.error("limit", f"{describe('call_bytes', limit)} exceeded by {call_named(call_id, name)}; "
                          f"the rest of its arguments is dropped", offset)
 
 
@@ -181,8 +181,15 @@ def too_many(state: Any, name: str, limit: int, first: str, offset: int | None) 
 
 
 def call_named(call_id: Any, name: Any) -> str:
-    """Name a call in a limit's error: its id and name as far as they came."""
-    return f"tool call {call_id!r} ({name!r})"
+    """Name a call in a limit's error: its id and name as far as they came, each cut short past 100 characters."""
+    return f"tool call {_brief(call_id)} ({_brief(name)})"
+
+
+def _brief(value: Any) -> str:
+    """Return repr(value), a long str cut to its first 100 characters (an error must not hold a huge name)."""
+    if type(value) is str and len(value) > 100:
+        return f"{value[:100]!r}… ({len(value)} characters)"
+    return repr(value)
 
 
 _TEXTS = ("text", "reasoning", "refusal")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
+from ._limits import call_named
 from . import _turns  # its package module alone: each format's turn module is imported when first asked for
 
 __all__ = ["ArgumentsError", "StreamError", "ToolCall", "Result", "Choice"]
@@ -51,7 +52,7 @@ class ArgumentsError(ValueError):
         self.offset = offset
         self.excerpt = excerpt(raw, offset)
         super().__init__(
-            f"tool call {call_id!r} ({name!r}): arguments {kind} at byte {offset}: {detail} near {self.excerpt!r}")
+            f"{call_named(call_id, name)}: arguments {kind} at byte {offset}: {detail} near {self.excerpt!r}")
 
     def __reduce__(self):  # keep exceptions picklable for process pools
         return (_rebuild_arguments_error, (self.kind, self.detail, self.call_id, self.name, self.offset, self.excerpt))

@@ -88,6 +88,7 @@ cdef class SlotBook:
     cdef _append(self, Slot slot, bytes data)
     @cython.locals(buf=bytearray, size=Py_ssize_t, n=Py_ssize_t, kept=Py_ssize_t)
     cdef bint _extend(self, Slot slot, bytes data) except -1
+    cdef bint _takes(self, Slot slot, str text) except -1
     cdef bint _stream_over(self, Py_ssize_t grow) except -1
     cdef _cut(self, Slot slot, int limit)
     cdef _budget_spent(self, str first)

@@ -254,10 +254,10 @@ class SlotBook:
         slot = cs.by_index.get(index) if cs is not None else None
         if slot is None:
             return
-        if call_id and slot.id is None:
+        if call_id and slot.id is None and self._takes(slot, call_id):
             slot.id = call_id
             slot.call_nfrags = -1  # a call built already is built again, with it
-        if name and slot.name is None:
+        if name and slot.name is None and self._takes(slot, name):
             slot.name = name
             slot.call_nfrags = -1
 
@@ -332,16 +332,18 @@ class SlotBook:
         cs.latest = slot
         if call_id is not None:
             if slot.id is None:
-                slot.id = call_id
-                slot.call_nfrags = -1  # a call built already is built again, with it
+                if self._takes(slot, call_id):
+                    slot.id = call_id
+                    slot.call_nfrags = -1  # a call built already is built again, with it
             elif slot.id == call_id:
                 quirks |= Q_RESENT_ID
             else:  # the index kept its call (_find_slot): the id that changed under it is dropped
                 quirks |= Q_CHANGING_ID
         if name is not None:
             if slot.name is None:
-                slot.name = name
-                slot.call_nfrags = -1  # a call built already is built again, with it
+                if self._takes(slot, name):
+                    slot.name = name
+                    slot.call_nfrags = -1  # a call built already is built again, with it
             elif slot.name == name:
                 quirks |= Q_RESENT_NAME
             else:
@@ -477,6 +479,19 @@ class SlotBook:
         slot.last_start = size
         buf += data
         slot.nfrags += 1
+        return True
+
+    def _takes(self, slot: Slot, text: str) -> bool:
+        """Count a call's id or name (its length) against Limits.stream_bytes; False, and the call cut, past it.
+
+        Each is held for the stream's whole life: uncounted, calls with ids or names of an
+        event's size each would hold Limits.calls times Limits.event_bytes.
+        """
+        if self._stream_over(len(text)):
+            if not slot.over:
+                self._cut(slot, CUT_STREAM_BYTES)
+            return False
+        self._kept += len(text)
         return True
 
     def _stream_over(self, grow: int) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .._limits import Limits
+from .._limits import Limits, call_named
 from .._records import call_line
 from . import settings
 from .sources import STDIN
@@ -115,7 +115,7 @@ class Collector:
                 lines.append(line)
                 if reason is not None:
                     self.problem(stream, None, "arguments not written",
-                                 f"tool call {call.id!r} ({call.name!r}): {reason}")
+                                 f"{call_named(call.id, call.name)}: {reason}")
         return lines
 
     def _add(self, stream: int, lines: list[bytes]) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._limits import envelopes_full, event_not_an_object, shape_unreadable
+from .._limits import call_named, envelopes_full, event_not_an_object, shape_unreadable
 from .._text import compact_json
 from .._turns.gemini import CALL, CALL_KEYS, CALL_SIGNATURE, OTHER, RUN, TEXT_KEYS, GeminiTurn, choice_of
 from .inband import error_text
@@ -184,7 +184,7 @@ def close_open(acc: Sink, state: StreamState, choice: int) -> None:
         if building.left < 0 and len(text) <= building.room:
             # Values set twice at one path went past the room though the text did not: the call is
             # cut all the same (its text a prefix that does not parse), and the limit said.
-            state.error("limit", f"the streamed arguments of tool call {building.id!r} ({building.name!r}) went "
+            state.error("limit", f"the streamed arguments of {call_named(building.id, building.name)} went "
                                  f"past {building.room} bytes (Limits.call_bytes, or what Limits.stream_bytes "
                                  "had left); the rest of them is dropped", None)
             room = building.room
