@@ -153,10 +153,12 @@ cdef inline bint _gemini_locate(int nparts, const unsigned char **part_at, Py_ss
     for k in range(nparts):
         part_entries[k] = 0
         if part_at[k][0] != b'{':
-            continue  # not an object: the adapter skips it
+            return False  # not an object: the adapter reports it and cuts what is open
         if not cs_extract(part_at[k], part_len[k], _GEMINI_PART, 9, parts[k]) or not _gemini_turn_part(parts[k],
                                                                                                   part_at[k], part_len[k]):
             return False
+        if not (parts[k][7].kind & (CS_T_ABSENT | CS_T_NULL | CS_T_ARRAY)):
+            return False  # partialArgs that is no list: the adapter reports it and cuts what is open
         if parts[k][7].kind == CS_T_ARRAY and parts[k][7].i:
             m = cs_items(parts[k][7].p, parts[k][7].n, entry_at + nentries, entry_len + nentries, 16 - nentries)
             if m < 0:
@@ -217,7 +219,7 @@ cdef int _gemini_piece(Accumulator acc, const unsigned char *data, Py_ssize_t n)
         building.pieces.append(piece)  # what put() does with the next piece, while it fits in the room
     elif not building.put(text, "stringValue", piece, more):
         call = _loads_exact((<const char *>v[6].p)[:v[6].n])
-        _gemini.unusable(acc._state, call["partialArgs"][0], acc._data_offset, call)
+        _gemini.unusable(acc, acc._state, call["partialArgs"][0], acc._data_offset, call)
     if v[3].kind & (CS_T_OTHER | CS_T_INT | CS_T_ARRAY):
         acc._raw_usage(&v[3])
     if more:
@@ -258,8 +260,9 @@ cdef int _gemini_call(Accumulator acc, object choice, cs_val *part, cs_val *entr
     if part[7].kind == CS_T_ARRAY:
         for j in range(count):
             if not _gemini_entry(acc, building, entries + 8 * j):
-                _gemini.unusable(state, _loads_exact((<const char *>entry_at[j])[:entry_len[j]]), acc._data_offset,
-                                 _loads_exact((<const char *>call.p)[:call.n]))
+                _gemini.unusable(acc, state, _loads_exact((<const char *>entry_at[j])[:entry_len[j]]),
+                                 acc._data_offset, _loads_exact((<const char *>call.p)[:call.n]))
+                break  # (the call is cut: nothing more of it is kept)
     elif part[7].kind == CS_T_ABSENT and _empty_object(call):
         _gemini.close_open(acc, state, choice)  # the bare functionCall: {} closes the call
     return 0

@@ -67,6 +67,8 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
                 acc.fragment(0, index, None, None, text)
             elif type(text) is str:
                 _server_input(acc, state, index, text)
+            else:  # a piece of a tool's input that cannot be read: the input goes on without it, altered
+                shape_unreadable(acc, state, "input_json_delta whose partial_json is not a string", offset, obj)
         else:
             _block_delta(acc, state, index, delta, offset, obj)
     elif kind == "content_block_start":

@@ -55,7 +55,11 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
             shape_unreadable(acc, state, f"{kind} without an integer index and a tool call", offset, obj)
             return
         function = call.get("function")
-        function = function if type(function) is dict else {}
+        if function is None:
+            function = {}
+        elif type(function) is not dict:  # it may have held the call's name or a piece of its arguments
+            shape_unreadable(acc, state, f"{kind} whose function is not an object", offset, obj)
+            return
         name, call_id = function.get("name"), call.get("id")
         acc.fragment(0, index, call_id if type(call_id) in (str, int) else None,
                       name if type(name) is str else None, function.get("arguments"))

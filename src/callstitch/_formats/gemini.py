@@ -57,6 +57,8 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
         turn = state.turn = GeminiTurn(acc.own_budget())
     candidates = obj.get("candidates")
     listed = candidates if type(candidates) is list else []
+    if candidates is not None and type(candidates) is not list:  # they may have held a call's piece, a text's
+        shape_unreadable(acc, state, "'candidates' is not a list", offset, obj)
     # A candidate past Limits.choices keeps nothing, in the turn neither; its finishReason still ends it.
     admitted = [type(candidate) is dict and acc.admit_choice(choice_of(candidate, position))
                 for position, candidate in enumerate(listed)]
@@ -71,6 +73,9 @@ def handle(acc: Sink, state: StreamState, event: str | None, obj: Any, offset: i
             parts = content.get("parts") if type(content) is dict else None
             if type(parts) is list:
                 _parts(acc, state, turn, choice, parts, offset)
+            elif parts is not None or (content is not None and type(content) is not dict):
+                shape_unreadable(acc, state, "a candidate's content is not an object with a list of parts", offset,
+                                 candidate)
         reason = candidate.get("finishReason")
         if type(reason) is str:
             finish_choice(acc, state, choice, reason)
@@ -82,11 +87,14 @@ def _parts(acc: Sink, state: StreamState, turn: GeminiTurn, choice: int, parts: 
     """Apply a candidate's parts: texts and calls to the accumulator, their places and the other parts to the turn."""
     for part in parts:
         if type(part) is not dict:
+            shape_unreadable(acc, state, "a part is not an object", offset, part)
             continue
         call = part.get("functionCall")
         if type(call) is dict:
             _call_part(acc, turn, choice, part, call)
             _call(acc, state, choice, call, offset)
+        elif call is not None:  # a call, or a piece of the one streaming, that cannot be read
+            shape_unreadable(acc, state, "a functionCall is not an object", offset, part)
         elif _plain_text(part):
             _text_part(acc, turn, choice, part)
         else:
@@ -143,7 +151,10 @@ def _call(acc: Sink, state: StreamState, choice: int, call: dict, offset: int | 
     if type(partial) is list:
         for entry in partial:
             if not building.apply(entry):
-                unusable(state, entry, offset, call)
+                unusable(acc, state, entry, offset, call)
+                break  # (the call is cut: nothing more of it is kept)
+    elif partial is not None:
+        shape_unreadable(acc, state, "partialArgs is not a list", offset, call)
     elif not call:
         close_open(acc, state, choice)  # the bare functionCall: {} closes the call
 
@@ -164,9 +175,9 @@ def open_call(state: StreamState, choice: int) -> Builder | None:
     return notes.open.get(choice)
 
 
-def unusable(state: StreamState, entry: Any, offset: int | None, call: Any) -> None:
-    """Record a partialArgs entry that could not be applied."""
-    state.error("unexpected shape", f"unusable partialArgs entry {entry!r}", offset, call)
+def unusable(acc: Sink, state: StreamState, entry: Any, offset: int | None, call: Any) -> None:
+    """Record a partialArgs entry that could not be applied, and cut what is open: the call goes on without it."""
+    shape_unreadable(acc, state, f"unusable partialArgs entry {entry!r}", offset, call)
 
 
 def _emit(acc: Sink, choice: int, call_id: Any, name: str, args: Any, room: int = -1) -> None:

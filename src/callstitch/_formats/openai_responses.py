@@ -63,7 +63,10 @@ def _delta(acc: Sink, state: StreamState, kind: str, obj: dict, offset: int | No
     """A piece of a call's arguments (or of a custom tool call's input: its item says it is custom)."""
     item, delta = obj.get("item_id"), obj.get("delta")
     notes: State = state.notes
-    if type(item) is str and item in notes.calls and type(delta) is str:
+    if type(item) is str and item in notes.calls:
+        if type(delta) is not str:  # a piece of the call that cannot be read: it would go on without it, altered
+            shape_unreadable(acc, state, f"{kind} whose delta is not a string", offset, obj)
+            return
         if delta:  # an empty delta brings nothing: the done event's arguments still count
             notes.streamed.add(item)
         acc.fragment(0, state.key(item), None, None, delta)
