@@ -2,9 +2,10 @@
 
 Before, an id or a name was held whatever its length: a stream of calls each named with an
 event's worth of bytes held Limits.calls times Limits.event_bytes (4,096 x 64 MiB by default),
-and each limit error repeated the name in full. Now each id and name is counted (by its length)
-when a call takes it; one that does not fit is not kept, and its call is cut there, as a call
-whose arguments reach the limit is. Errors name a call by the first 100 characters of each.
+and each limit error repeated the name in full. Now each id and name is counted, past its first
+256 characters (ordinary ones cost nothing), when a call takes it; one that does not fit is not
+kept, and its call is cut there, as a call whose arguments reach the limit is. Errors name a
+call by the first 100 characters of each.
 """
 
 from __future__ import annotations
@@ -59,10 +60,10 @@ def test_memory_stays_within_the_limits_however_large_the_names(impl):
         held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert sum(c.name is not None for c in result.tool_calls) == 3  # 3 MiB of names and the ids fit
-    # Before: 40 MiB held, a peak of 42 (compiled) and 56 (pure). The peak is mostly the parse of
+    assert sum(c.name is not None for c in result.tool_calls) == 4  # each costs a MiB less its first 256 characters
+    # Before: 40 MiB held, a peak of 42 (compiled) and 56 (pure); now 4 MiB held. The peak is mostly the parse of
     # one event: orjson takes ~13 times a long string's size while it reads one (the pure twin).
-    assert held < 6 * MIB and peak < 30 * MIB, (held / MIB, peak / MIB)
+    assert held < 7 * MIB and peak < 30 * MIB, (held / MIB, peak / MIB)
 
 
 def test_a_name_given_by_a_later_item_counts_too(impl):
@@ -90,6 +91,15 @@ def test_a_whole_call_counts_its_name(impl):
     assert call.name is None and is_cut(call)
     (call,) = impl.reassemble(body, format="ollama").tool_calls
     assert call.name == "y" * 5000 and call.arguments == {"a": 1}
+
+
+def test_ordinary_names_cost_nothing(impl):
+    # 256 characters of each id and name are free: a cut call still takes its late id and name.
+    body = _chat_call(0, "f" * 256, call_id="i" * 256) + b"data: [DONE]\n\n"
+    (call,) = impl.reassemble(body, limits=Limits(stream_bytes=0)).tool_calls
+    assert (call.id, call.name) == ("i" * 256, "f" * 256) and is_cut(call)  # (its "{}" did not fit)
+    (call,) = impl.reassemble(_chat_call(0, "f" * 257) + b"data: [DONE]\n\n", limits=Limits(stream_bytes=0)).tool_calls
+    assert call.name is None and is_cut(call)
 
 
 def test_the_twins_agree_on_names_past_the_limit(both):

@@ -577,14 +577,10 @@ CALL_CASES = {"gemini-call-extras": ("gemini", _GEMINI_HEAD, _gemini_call_extras
 def test_the_calls_own_fields_stay_within_the_stream_budget(both, case):
     # Each call's fields besides id, name and arguments are the turn's own: past the budget the
     # call is still listed (it is in the result), without them.
-    fmt, body = _body(case, 3000, CALL_CASES)
-    free = [impl.reassemble(body, format=fmt) for impl in both]
-    # Call ids and names count against stream_bytes (test_limits_names.py): the budget leaves them room.
-    limit = BUDGET + sum(len(c.id or "") + len(c.name or "") for c in free[0].tool_calls)
-    held = [impl.reassemble(body, format=fmt, limits=Limits(stream_bytes=limit)) for impl in both]
+    free, held = _free_and_held(both, case, 3000, Limits(stream_bytes=BUDGET), CALL_CASES)
     # the turn keeps a call's identity (a Responses item's type, id, call_id, name, status: about
     # 100 bytes pickled), never its own fields past the budget (the note: 306 bytes more per call)
-    bound = 3 * limit + 100 * 3001
+    bound = 3 * BUDGET + 100 * 3001
     assert len(pickle.dumps(free[0]._turn)) > bound + 100_000
     for limited, unlimited in zip(held, free):
         assert len(pickle.dumps(limited._turn)) < bound, case

@@ -13,6 +13,7 @@ CUT_CALL_BYTES = 1
 CUT_STREAM_BYTES = 2
 CUT_EVENT_BYTES = 3  # an event dropped for its size may have held a piece of the call
 CUT_UNREADABLE = 4  # so may an event that could not be read in full (a malformed chunk, a damaged message)
+FREE_NAME = 256  # characters of a call's id or name that Limits.stream_bytes does not count (SlotBook._takes)
 CUT_LIMITS = {CUT_CALL_BYTES: "call_bytes", CUT_STREAM_BYTES: "stream_bytes", CUT_EVENT_BYTES: "event_bytes"}
 # How the event lost before a call was first seen was lost, by the CUT_* code it cuts with
 _LOST = {CUT_EVENT_BYTES: "an event went past Limits.event_bytes and was dropped",
@@ -53,9 +54,9 @@ class Limits:
     call_bytes: int | None = 64 * MiB
     """Argument bytes of one call; the rest of that call's arguments are dropped."""
     stream_bytes: int | None = 256 * MiB
-    """Argument and message-text bytes kept for the whole stream, call ids and names (by their length),
-    and a server tool's input the turn keeps; apart, against the same number, the bytes of the
-    events whose other fields the turn keeps (logprobs, citations …)."""
+    """Argument and message-text bytes kept for the whole stream, call ids and names past their
+    first 256 characters, and a server tool's input the turn keeps; apart, against the same
+    number, the bytes of the events whose other fields the turn keeps (logprobs, citations …)."""
     calls: int | None = 4096
     """Tool calls in one stream; fragments of further calls are dropped."""
     choices: int | None = 128

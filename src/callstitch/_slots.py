@@ -20,8 +20,8 @@ from ._finalize import (Q_CHANGING_ID, Q_EMPTY_NAME, Q_INTEGER_ID, Q_MISSING_IND
                         one_choice_result, parses, raise_first_error)
 from ._formats.recognition import unrecognised
 from ._json_end import CutText, JsonEnd
-from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, call_cut, call_named, own_full, stream_full,
-                      text_named, too_many)
+from ._limits import (CUT_CALL_BYTES, CUT_EVENT_BYTES, CUT_STREAM_BYTES, FREE_NAME, call_cut, call_named, own_full,
+                      stream_full, text_named, too_many)
 from ._results import Result, ToolCall
 from ._state import StreamState, finalized
 from ._text import argument_bytes, compact_json, encode_fragment, escape_surrogate, json_size
@@ -482,16 +482,21 @@ class SlotBook:
         return True
 
     def _takes(self, slot: Slot, text: str) -> bool:
-        """Count a call's id or name (its length) against Limits.stream_bytes; False, and the call cut, past it.
+        """Count a call's id or name past its first FREE_NAME characters against Limits.stream_bytes; False past it.
 
         Each is held for the stream's whole life: uncounted, calls with ids or names of an
-        event's size each would hold Limits.calls times Limits.event_bytes.
+        event's size each would hold Limits.calls times Limits.event_bytes. Ordinary ones cost
+        nothing (a cut call still takes the id and name that come after its cut); a longer one
+        that does not fit is not kept, and its call is cut there.
         """
-        if self._stream_over(len(text)):
+        grow = len(text) - FREE_NAME
+        if grow <= 0:
+            return True
+        if self._stream_over(grow):
             if not slot.over:
                 self._cut(slot, CUT_STREAM_BYTES)
             return False
-        self._kept += len(text)
+        self._kept += grow
         return True
 
     def _stream_over(self, grow: int) -> bool:
