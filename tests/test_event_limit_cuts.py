@@ -117,33 +117,42 @@ def _texts(result) -> dict:
 
 
 def _check(impl, variant: str, at: int, limited) -> None:
-    fmt, _limits, body, dropped, events = _case(variant, at)
-    join = VARIANTS[variant][2]
-    full = impl.reassemble(join(events), format=fmt)
-    # The same stream fed up to the drop: what was handed over, what was still open, the texts so far.
-    before = impl.Accumulator(format=fmt, limits=None)
-    prefix = body[:body.index(dropped)]  # every event before it is whole there (an array element too)
-    handed = {(c.choice, c.index) for c in before.feed(prefix)}
-    so_far = before.finalize()
-    open_at_drop = {(c.choice, c.index): c for c in so_far.tool_calls if (c.choice, c.index) not in handed}
-
+    _fmt, _limits, body, dropped, _events = _case(variant, at)
     limit_errors = [e for e in limited.errors if e.kind == "limit"]
     assert [e.offset for e in limit_errors] == [body.index(dropped)]
     assert "Limits.event_bytes" in limit_errors[0].detail
-    assert len(limited.tool_calls) == len(full.tool_calls)
-    for got, want in zip(limited.tool_calls, full.tool_calls):
+    cut_where_open(impl, variant, body, dropped, limited, _cut_by_the_drop)
+
+
+def _cut_by_the_drop(call) -> bool:
+    return is_cut(call) and "Limits.event_bytes" in call.error.detail
+
+
+def cut_where_open(impl, variant: str, body: bytes, lost: bytes, got, cut) -> None:
+    """Check got, variant's stream with the event lost put in: calls open there cut (cut(call)), the rest whole.
+
+    What was open is the same stream fed up to the lost event: the calls not handed over by then.
+    Texts keep what came before it, nothing after (cut, never holed). Shared with test_unreadable_cuts.
+    """
+    fmt, events, join, _big = VARIANTS[variant]
+    full = impl.reassemble(join(events), format=fmt)
+    before = impl.Accumulator(format=fmt, limits=None)
+    prefix = body[:body.index(lost)]  # every event before it is whole there (an array element too)
+    handed = {(c.choice, c.index) for c in before.feed(prefix)}
+    so_far = before.finalize()
+    open_then = {(c.choice, c.index): c for c in so_far.tool_calls if (c.choice, c.index) not in handed}
+    assert len(got.tool_calls) == len(full.tool_calls)
+    for call, want in zip(got.tool_calls, full.tool_calls):
         key = (want.choice, want.index)
-        assert (got.choice, got.index, got.id, got.name) == (*key, want.id, want.name)
-        if key in open_at_drop:
-            assert is_cut(got), got
-            assert got.error.kind == "truncated" and "Limits.event_bytes" in got.error.detail
-            # As kept up to the drop; partialArgs are assembled by the adapter, not kept: none is.
-            kept = "" if variant == "vertex-partial-args" else open_at_drop[key].raw_arguments
-            assert got.raw_arguments == kept
-        else:  # handed over before the drop, or started after it: whole
-            assert got == want and got.arguments == want.arguments and got.error is None
-    # Texts keep what came before the drop, nothing after (cut, never holed).
-    assert _texts(limited) == _texts(so_far)
+        assert (call.choice, call.index, call.id, call.name) == (*key, want.id, want.name)
+        if key in open_then:
+            assert cut(call), call
+            # As kept up to the event; partialArgs are assembled by the adapter, not kept: none is.
+            kept = "" if variant == "vertex-partial-args" else open_then[key].raw_arguments
+            assert call.raw_arguments == kept
+        else:  # handed over before the event, or started after it: whole
+            assert call == want and call.arguments == want.arguments and call.error is None
+    assert _texts(got) == _texts(so_far)
 
 
 def _places(variant: str) -> list[int]:

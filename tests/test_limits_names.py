@@ -108,3 +108,19 @@ def test_the_twins_agree_on_names_past_the_limit(both):
     for limit in (0, 2999, 3010, 6020, 9000):
         c, py = (impl.reassemble(body, limits=Limits(stream_bytes=limit)) for impl in both)
         assert c == py, limit
+
+
+def test_the_batch_and_the_command_line_keep_names_within_the_limit(tmp_path, every_twin):
+    import subprocess
+    import sys
+
+    import callstitch
+    path = tmp_path / "names.sse"
+    path.write_bytes(b"".join(_chat_call(i, "n" * 5000) for i in range(3)) + b"data: [DONE]\n\n")
+    records = [r for r in callstitch.reassemble_many([str(path)], limits=Limits(stream_bytes=10_000)) if "index" in r]
+    assert [r["name"] is None for r in records] == [False, False, True] and records[2]["arguments"] is None
+    out = subprocess.run([sys.executable, "-m", "callstitch", "reassemble", str(path), "--max-stream-bytes", "10000"],
+                         capture_output=True, check=False)
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["name"] is None for r in rows] == [False, False, True] and b"Limits.stream_bytes" in out.stderr, out
+    assert max(map(len, out.stderr.splitlines())) < 1000  # the error names the call by 100 characters

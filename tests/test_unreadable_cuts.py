@@ -22,7 +22,7 @@ from conftest import run
 
 from _formats import es_event
 from _streams import DONE, chunk, finish, tool_delta
-from test_event_limit_cuts import VARIANTS, _texts
+from test_event_limit_cuts import VARIANTS, _texts, cut_where_open
 
 import callstitch
 
@@ -64,27 +64,12 @@ def is_cut_unread(call) -> bool:
 
 
 def _check(impl, variant: str, at: int, got, how: str = "damaged") -> None:
-    fmt, body, lost, events = _case(variant, at, how)
-    full = impl.reassemble(VARIANTS[variant][2](events), format=fmt)
-    before = impl.Accumulator(format=fmt)
-    handed = {(c.choice, c.index) for c in before.feed(body[:body.index(lost)])}
-    so_far = before.finalize()
-    open_then = {(c.choice, c.index): c for c in so_far.tool_calls if (c.choice, c.index) not in handed}
+    _fmt, body, lost, _events = _case(variant, at, how)
     # (Vertex AI's later partialArgs pieces find their call cut: "unexpected shape", as after a drop.)
     offsets = [e.offset for e in got.errors if e.kind == _LOST[how][0]]
     assert offsets[:1] == [body.index(lost)] and (variant == "vertex-partial-args" or len(offsets) == 1), offsets
     assert variant == "vertex-partial-args" or len(got.errors) == 1, got.errors
-    assert len(got.tool_calls) == len(full.tool_calls)
-    for call, want in zip(got.tool_calls, full.tool_calls):
-        key = (want.choice, want.index)
-        assert (call.choice, call.index, call.id, call.name) == (*key, want.id, want.name)
-        if key in open_then:
-            assert is_cut_unread(call), call
-            kept = "" if variant == "vertex-partial-args" else open_then[key].raw_arguments
-            assert call.raw_arguments == kept
-        else:  # handed over before it, or started after it: whole
-            assert call == want and call.arguments == want.arguments and call.error is None
-    assert _texts(got) == _texts(so_far)
+    cut_where_open(impl, variant, body, lost, got, is_cut_unread)
 
 
 def _places(variant: str, how: str = "damaged") -> list[int]:

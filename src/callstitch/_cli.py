@@ -381,7 +381,7 @@ def _jobs(text: str) -> int:
 
 _LIMIT_OPTIONS = (
     ("call_bytes", "64M", "argument bytes of one call"),
-    ("stream_bytes", "256M", "argument and text bytes of one stream"),
+    ("stream_bytes", "256M", "argument and text bytes of one stream, and ids and names past 256 characters"),
     ("calls", "4096", "tool calls in one stream"),
     ("choices", "128", "choices in one stream"),
     ("event_bytes", "64M", "bytes of one SSE line or event, NDJSON line or event-stream message"),
